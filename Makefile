@@ -1,0 +1,41 @@
+# strata: `make run` starts the whole system on loopback; `make test` runs the whole suite.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint typecheck protos protos-check unit integration e2e bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(PY) -m strata.dev up
+
+protos: $(STAMP)
+	$(PY) protos/generate.py
+
+protos-check: $(STAMP)
+	$(PY) protos/generate.py --check
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
+test: $(STAMP) protos-check lint typecheck
+	$(PY) -m pytest
+
+unit: $(STAMP)
+	$(PY) -m pytest tests/unit
+
+bench: $(STAMP)
+	$(PY) bench/e2e_throughput.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,1 @@
+"""strata's four services; each talks to the others only through protos/."""

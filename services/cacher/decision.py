@@ -1,0 +1,39 @@
+"""Which requests the cache answers and which go to storage: a pure function of
+the request, unit-tested on its own (kube's cacher makes the same choice)."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class Op(Enum):
+    GET = "get"
+    LIST = "list"
+    WATCH = "watch"
+
+
+def served_from_cache(op: Op, resource_version: str) -> bool:
+    """True when the cache may answer.
+
+    Watches always come from the cache (it replays from its window or says 410).
+    Reads at resourceVersion "0" accept any state, so the cache answers; a
+    consistent read ("") or one at a given revision goes to storage until the
+    cacher can prove freshness (progress notifications, a later issue).
+    """
+    if op is Op.WATCH:
+        return True
+    return resource_version == "0"
+
+
+def cache_root(key: str) -> str:
+    """The prefix of the resource a key belongs to: one cache per resource.
+
+    Keys are "/<resource>/..." for the core and well-known groups and
+    "/<group>/<resource>/..." for custom resources, whose group always has a dot.
+    """
+    parts = key.split("/")
+    if len(parts) < 2 or not parts[1]:
+        raise ValueError(f"key {key!r} names no resource")
+    if "." in parts[1] and len(parts) > 2 and parts[2]:
+        return f"/{parts[1]}/{parts[2]}/"
+    return f"/{parts[1]}/"

@@ -1,0 +1,1 @@
+"""The gateway: Kubernetes REST over HTTPS, in front of the registry."""

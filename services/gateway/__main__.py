@@ -1,0 +1,53 @@
+"""python -m services.gateway: Kubernetes REST over HTTPS on 127.0.0.1."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ssl
+from pathlib import Path
+
+from aiohttp import web
+
+from services.gateway import pki
+from services.gateway.app import build_app
+from strata import service, telemetry
+
+log = telemetry.get_logger("strata.gateway")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m services.gateway", description=__doc__)
+    service.flag(parser, "listen", "STRATA_GATEWAY_LISTEN", "127.0.0.1:6443", "HTTPS address")
+    service.flag(parser, "registry", "STRATA_REGISTRY", "127.0.0.1:2383", "registry address")
+    service.flag(parser, "home", "STRATA_HOME", ".strata", "where certificates and tokens live")
+    args = parser.parse_args()
+    telemetry.setup("strata-gateway")
+    asyncio.run(_run(args))
+
+
+async def _run(args: argparse.Namespace) -> None:
+    host, _, port = args.listen.rpartition(":")
+    home = Path(args.home)
+    _, cert, key = pki.ensure_pki(home / "pki", sorted({host, "127.0.0.1", "localhost"}))
+    token = pki.ensure_admin_token(home)
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    tls.load_cert_chain(cert, key)
+    channel = service.connect(args.registry)
+    app = build_app(registry_channel=channel, admin_token=token, server_address=args.listen)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, host, int(port), ssl_context=tls)
+    await site.start()
+    log.info("serving", listen=args.listen)
+    try:
+        await service.wait_for_signal()
+    finally:
+        log.info("stopping")
+        await runner.cleanup()
+        await channel.close()
+        telemetry.shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""The gateway's aiohttp application: tracing, Status rendering and bearer-token
+authentication as middlewares, then discovery, health and resource routes."""
+
+from __future__ import annotations
+
+import hmac
+import platform
+from collections.abc import Awaitable, Callable
+
+import grpc
+import orjson
+from aiohttp import web
+from aiohttp.typedefs import Middleware
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from opentelemetry.instrumentation.aiohttp_server import AioHttpServerInstrumentor
+
+from services.gateway.catalog import Catalog
+from services.gateway.handlers import ResourceHandlers, json_response, status_response
+from strata import telemetry
+from strata.api import errors
+from strata.api.errors import StatusError
+from strata.proto.registry.v1 import registry_pb2_grpc
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+# kube's limit on request bodies.
+MAX_BODY_BYTES = 3 * 1024 * 1024
+# Paths kube's system:public-info-viewer role opens to anyone.
+PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})
+KUBE_VERSION = ("1", "32")
+
+log = telemetry.get_logger("strata.gateway")
+
+
+@web.middleware
+async def render_status(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except StatusError as e:
+        return status_response(e)
+    except web.HTTPRequestEntityTooLarge:
+        return status_response(errors.too_large("the request body is too large"))
+    except web.HTTPNotFound:
+        return status_response(errors.path_not_found())
+    except web.HTTPMethodNotAllowed as e:
+        return status_response(errors.method_not_allowed(e.method, request.path))
+    except web.HTTPException:
+        raise
+    except Exception as e:  # a bug here must still answer as the API does
+        log.exception("request failed", path=request.path, method=request.method)
+        return status_response(errors.internal(f"{type(e).__name__}: {e}"))
+
+
+def bearer_auth(token: str) -> Middleware:
+    expected = f"Bearer {token}".encode()
+
+    @web.middleware
+    async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.path in PUBLIC_PATHS:
+            return await handler(request)
+        given = request.headers.get("Authorization", "").encode()
+        if not hmac.compare_digest(given, expected):
+            raise errors.unauthorized()
+        return await handler(request)
+
+    return authenticate
+
+
+def build_app(
+    *, registry_channel: grpc.aio.Channel, admin_token: str, server_address: str
+) -> web.Application:
+    registry = registry_pb2_grpc.RegistryStub(registry_channel)
+    health = health_pb2_grpc.HealthStub(registry_channel)
+    catalog = Catalog(registry)
+    resources = ResourceHandlers(registry, catalog)
+    # The instrumentor makes every web.Application open a SERVER span per request,
+    # continuing an incoming W3C traceparent.
+    instrumentor = AioHttpServerInstrumentor()
+    if not instrumentor.is_instrumented_by_opentelemetry:
+        instrumentor.instrument()
+    app = web.Application(
+        middlewares=[
+            render_status,
+            bearer_auth(admin_token),
+        ],
+        client_max_size=MAX_BODY_BYTES,
+    )
+
+    async def ok(_: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def ready(_: web.Request) -> web.Response:
+        try:
+            answer = await health.Check(health_pb2.HealthCheckRequest(), timeout=2)
+            serving = answer.status == health_pb2.HealthCheckResponse.SERVING
+        except grpc.aio.AioRpcError:
+            serving = False
+        if not serving:
+            return web.Response(
+                status=500, text="[-]registry failed: not serving\nreadyz check failed"
+            )
+        return web.Response(text="ok")
+
+    async def version(_: web.Request) -> web.Response:
+        major, minor = KUBE_VERSION
+        return json_response(
+            orjson.dumps(
+                {
+                    "major": major,
+                    "minor": minor,
+                    "gitVersion": f"v{major}.{minor}.0-strata",
+                    "gitCommit": "",
+                    "gitTreeState": "clean",
+                    "buildDate": "1970-01-01T00:00:00Z",
+                    "goVersion": f"python{platform.python_version()}",
+                    "compiler": platform.python_implementation().lower(),
+                    "platform": f"{platform.system().lower()}/{platform.machine()}",
+                }
+            )
+        )
+
+    async def api(_: web.Request) -> web.Response:
+        return json_response(orjson.dumps(await catalog.api_versions(server_address)))
+
+    async def apis(_: web.Request) -> web.Response:
+        return json_response(orjson.dumps(await catalog.api_group_list()))
+
+    app.router.add_get("/healthz", ok)
+    app.router.add_get("/livez", ok)
+    app.router.add_get("/readyz", ready)
+    app.router.add_get("/version", version)
+    app.router.add_get("/api", api)
+    app.router.add_get("/api/", api)
+    app.router.add_get("/apis", apis)
+    app.router.add_get("/apis/", apis)
+    app.router.add_route("*", "/api/{tail:.+}", resources.handle)
+    app.router.add_route("*", "/apis/{tail:.+}", resources.handle)
+    return app

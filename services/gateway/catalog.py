@@ -1,0 +1,92 @@
+"""The gateway's view of what the registry serves, refreshed at most once a
+second, and the discovery documents (/api, /apis, /api/v1, ...) built from it."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import time
+from typing import Any
+
+from strata.proto.registry.v1 import registry_pb2, registry_pb2_grpc
+
+REFRESH_SECONDS = 1.0
+APIResource = registry_pb2.APIResource
+
+
+def storage_version_hash(group: str, version: str, kind: str) -> str:
+    digest = hashlib.sha256(f"{group}/{version}/{kind}".encode()).digest()
+    return base64.b64encode(digest[:8]).decode()
+
+
+class Catalog:
+    def __init__(self, registry: registry_pb2_grpc.RegistryAsyncStub) -> None:
+        self._registry = registry
+        self._resources: dict[tuple[str, str, str], APIResource] = {}
+        self._fetched = float("-inf")
+
+    async def resources(self) -> dict[tuple[str, str, str], APIResource]:
+        if time.monotonic() - self._fetched > REFRESH_SECONDS:
+            response = await self._registry.ListResources(registry_pb2.ListResourcesRequest())
+            self._resources = {(r.group, r.version, r.name): r for r in response.resources}
+            self._fetched = time.monotonic()
+        return self._resources
+
+    async def lookup(self, group: str, version: str, resource: str) -> APIResource | None:
+        return (await self.resources()).get((group, version, resource))
+
+    async def group_versions(self) -> dict[str, list[str]]:
+        groups: dict[str, list[str]] = {}
+        for group, version, _ in await self.resources():
+            versions = groups.setdefault(group, [])
+            if version not in versions:
+                versions.append(version)
+        return groups
+
+    async def api_versions(self, server_address: str) -> dict[str, Any]:
+        return {
+            "kind": "APIVersions",
+            "versions": (await self.group_versions()).get("", ["v1"]),
+            "serverAddressByClientCIDRs": [
+                {"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}
+            ],
+        }
+
+    async def api_group_list(self) -> dict[str, Any]:
+        groups = []
+        for group, versions in sorted((await self.group_versions()).items()):
+            if not group:
+                continue
+            entries = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
+            groups.append({"name": group, "versions": entries, "preferredVersion": entries[0]})
+        return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+
+    async def resource_list(self, group: str, version: str) -> dict[str, Any] | None:
+        selected = [
+            r
+            for (g, v, _), r in sorted((await self.resources()).items())
+            if (g, v) == (group, version)
+        ]
+        if not selected:
+            return None
+        resources = []
+        for r in selected:
+            entry: dict[str, Any] = {
+                "name": r.name,
+                "singularName": r.singular_name,
+                "namespaced": r.namespaced,
+                "kind": r.kind,
+                "verbs": list(r.verbs),
+                "storageVersionHash": storage_version_hash(group, version, r.kind),
+            }
+            if r.short_names:
+                entry["shortNames"] = list(r.short_names)
+            if r.categories:
+                entry["categories"] = list(r.categories)
+            resources.append(entry)
+        return {
+            "kind": "APIResourceList",
+            "apiVersion": "v1",
+            "groupVersion": f"{group}/{version}" if group else version,
+            "resources": resources,
+        }

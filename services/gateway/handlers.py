@@ -1,0 +1,225 @@
+"""The Kubernetes REST handlers: one entry point for every /api and /apis path,
+turned into Registry calls. Objects pass through as the registry's JSON bytes;
+lists and watch events are framed around them without decoding."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any
+
+import grpc
+import orjson
+from aiohttp import web
+
+from services.gateway import negotiation, paths
+from services.gateway.catalog import APIResource, Catalog
+from strata.api import errors
+from strata.api.errors import StatusError
+from strata.api.wire import status_from_rpc_error
+from strata.proto.registry.v1 import registry_pb2, registry_pb2_grpc
+
+JSON = "application/json"
+# kube's default --min-request-timeout: watches end after 30-60 minutes.
+MIN_REQUEST_TIMEOUT_SECONDS = 1800
+
+
+def json_response(body: bytes, status: int = 200) -> web.Response:
+    return web.Response(body=body, status=status, content_type=JSON)
+
+
+def status_response(error: StatusError) -> web.Response:
+    response = json_response(error.to_json(), error.code)
+    if error.retry_after_seconds is not None:
+        response.headers["Retry-After"] = str(error.retry_after_seconds)
+    return response
+
+
+def _truthy(value: str | None) -> bool:
+    return value is not None and value.lower() in ("1", "true", "")
+
+
+class ResourceHandlers:
+    def __init__(self, registry: registry_pb2_grpc.RegistryAsyncStub, catalog: Catalog) -> None:
+        self._registry = registry
+        self._catalog = catalog
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        info = paths.parse(request.path)
+        if info is None:
+            raise errors.path_not_found()
+        try:
+            if not info.resource:
+                return await self._discovery(request, info)
+            api = await self._catalog.lookup(info.group, info.version, info.resource)
+            if api is None or info.subresource or (info.namespace and not api.namespaced):
+                raise errors.path_not_found()
+            return await self._dispatch(request, info, api)
+        except grpc.aio.AioRpcError as e:
+            raise status_from_rpc_error(e) from None
+
+    async def _discovery(self, request: web.Request, info: paths.RequestInfo) -> web.Response:
+        if request.method != "GET":
+            raise errors.method_not_allowed(request.method, info.version)
+        body = await self._catalog.resource_list(info.group, info.version)
+        if body is None:
+            raise errors.path_not_found()
+        return json_response(orjson.dumps(body))
+
+    async def _dispatch(
+        self, request: web.Request, info: paths.RequestInfo, api: APIResource
+    ) -> web.StreamResponse:
+        ref = registry_pb2.ResourceRef(
+            group=info.group, version=info.version, resource=info.resource, namespace=info.namespace
+        )
+        method, query = request.method, request.query
+        if method == "GET" and (info.watch_path or _truthy(query.get("watch"))):
+            self._require(api, "watch", info)
+            return await self._watch(request, ref)
+        if method == "GET" and info.name:
+            self._require(api, "get", info)
+            return await self._get(request, ref, info.name)
+        if method == "GET":
+            self._require(api, "list", info)
+            return await self._list(request, ref, api)
+        if info.watch_path:
+            raise errors.method_not_allowed(method, info.resource)
+        if method == "POST" and not info.name:
+            self._require(api, "create", info)
+            if api.namespaced and not info.namespace:
+                raise errors.path_not_found()
+            body = await negotiation.body_as_json(request.content_type, await request.read())
+            created = await self._registry.Create(
+                registry_pb2.CreateRequest(resource=ref, body=body)
+            )
+            return json_response(created.object, 201)
+        if method == "PUT" and info.name:
+            self._require(api, "update", info)
+            body = await negotiation.body_as_json(request.content_type, await request.read())
+            updated = await self._registry.Update(
+                registry_pb2.UpdateRequest(resource=ref, name=info.name, body=body)
+            )
+            return json_response(updated.object)
+        if method == "DELETE" and info.name:
+            self._require(api, "delete", info)
+            return await self._delete(request, ref, info.name)
+        raise errors.method_not_allowed(method, info.resource)
+
+    @staticmethod
+    def _require(api: APIResource, verb: str, info: paths.RequestInfo) -> None:
+        if verb not in api.verbs:
+            raise errors.method_not_allowed(verb, info.resource)
+
+    @staticmethod
+    def _rendering(request: web.Request) -> registry_pb2.Rendering:
+        return registry_pb2.Rendering(
+            as_table=negotiation.wants_table(request.headers.get("Accept", "")),
+            include_object=request.query.get("includeObject", ""),
+        )
+
+    def _list_options(self, request: web.Request) -> registry_pb2.ListOptions:
+        query = request.query
+        return registry_pb2.ListOptions(
+            label_selector=query.get("labelSelector", ""),
+            field_selector=query.get("fieldSelector", ""),
+            resource_version=query.get("resourceVersion", ""),
+            rendering=self._rendering(request),
+        )
+
+    async def _get(
+        self, request: web.Request, ref: registry_pb2.ResourceRef, name: str
+    ) -> web.Response:
+        response = await self._registry.Get(
+            registry_pb2.GetRequest(
+                resource=ref,
+                name=name,
+                resource_version=request.query.get("resourceVersion", ""),
+                rendering=self._rendering(request),
+            )
+        )
+        return json_response(response.object)
+
+    async def _list(
+        self, request: web.Request, ref: registry_pb2.ResourceRef, api: APIResource
+    ) -> web.Response:
+        options = self._list_options(request)
+        response = await self._registry.List(
+            registry_pb2.ListRequest(resource=ref, options=options)
+        )
+        if options.rendering.as_table:
+            return json_response(response.table)
+        api_version = f"{ref.group}/{ref.version}" if ref.group else ref.version
+        head = orjson.dumps(
+            {
+                "kind": f"{api.kind}List",
+                "apiVersion": api_version,
+                "metadata": {"resourceVersion": str(response.resource_version)},
+            }
+        )
+        body = head[:-1] + b',"items":[' + b",".join(response.items) + b"]}"
+        return json_response(body)
+
+    async def _watch(
+        self, request: web.Request, ref: registry_pb2.ResourceRef
+    ) -> web.StreamResponse:
+        timeout_param = request.query.get("timeoutSeconds")
+        if timeout_param is not None:
+            try:
+                timeout = float(int(timeout_param))
+            except ValueError:
+                raise errors.bad_request(f"invalid timeoutSeconds: {timeout_param!r}") from None
+        else:
+            timeout = MIN_REQUEST_TIMEOUT_SECONDS * (1 + random.random())
+        call = self._registry.Watch(
+            registry_pb2.WatchRequest(resource=ref, options=self._list_options(request))
+        )
+        response = web.StreamResponse(status=200, headers={"Content-Type": JSON})
+        response.enable_chunked_encoding()
+        started = False
+        try:
+            async with asyncio.timeout(timeout):
+                async for event in call:
+                    if not started:
+                        await response.prepare(request)
+                        started = True
+                    await response.write(
+                        b'{"type":"' + event.type.encode() + b'","object":' + event.object + b"}\n"
+                    )
+        except TimeoutError:
+            pass
+        except grpc.aio.AioRpcError as e:
+            if not started:
+                raise status_from_rpc_error(e) from None
+            error = status_from_rpc_error(e)
+            await response.write(b'{"type":"ERROR","object":' + error.to_json() + b"}\n")
+        finally:
+            call.cancel()
+        if not started:
+            await response.prepare(request)
+        await response.write_eof()
+        return response
+
+    async def _delete(
+        self, request: web.Request, ref: registry_pb2.ResourceRef, name: str
+    ) -> web.Response:
+        options: dict[str, Any] = {}
+        if request.can_read_body:
+            raw = await request.read()
+            if raw.strip():
+                body = await negotiation.body_as_json(request.content_type, raw)
+                try:
+                    options = orjson.loads(body)
+                except orjson.JSONDecodeError as e:
+                    raise errors.bad_request(f"invalid DeleteOptions: {e}") from None
+                if not isinstance(options, dict):
+                    raise errors.bad_request("DeleteOptions must be a JSON object")
+        preconditions = options.get("preconditions") or {}
+        response = await self._registry.Delete(
+            registry_pb2.DeleteRequest(
+                resource=ref,
+                name=name,
+                precondition_uid=str(preconditions.get("uid") or ""),
+                precondition_resource_version=str(preconditions.get("resourceVersion") or ""),
+            )
+        )
+        return json_response(response.object)

@@ -1,0 +1,93 @@
+"""Request bodies in Kubernetes protobuf ("application/vnd.kubernetes.protobuf").
+
+kubectl sends built-in types as protobuf and, unlike for CBOR, client-go has
+no fallback to JSON on 415 (kubernetes/kubernetes#86253), so the gateway must
+read them. The body is the magic "k8s\\0" then a runtime.Unknown naming the
+type; the inner message is turned into the same JSON a client would have sent.
+Responses stay JSON, which every client accepts.
+"""
+
+from __future__ import annotations
+
+import base64
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import DecodeError, Message
+
+from strata.api import errors
+from strata.proto.k8s import core_v1_pb2, meta_v1_pb2, runtime_pb2
+
+MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
+MAGIC = b"k8s\x00"
+# Go's zero time.Time, which gogo-protobuf writes for an unset metav1.Time.
+_GO_ZERO_TIME = -62135596800
+
+_TYPES: dict[tuple[str, str], type[Message]] = {
+    ("v1", "Namespace"): core_v1_pb2.Namespace,
+    ("v1", "ConfigMap"): core_v1_pb2.ConfigMap,
+    ("v1", "DeleteOptions"): meta_v1_pb2.DeleteOptions,
+    ("meta.k8s.io/v1", "DeleteOptions"): meta_v1_pb2.DeleteOptions,
+}
+
+
+def _time(message: meta_v1_pb2.Time) -> str | None:
+    if message.seconds == _GO_ZERO_TIME:
+        return None
+    return datetime.fromtimestamp(message.seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _scalar(field: FieldDescriptor, value: Any) -> Any:
+    if field.type == FieldDescriptor.TYPE_BYTES:
+        return base64.b64encode(value).decode()
+    return value
+
+
+def _message(message: Message) -> Any:
+    if isinstance(message, meta_v1_pb2.Time):
+        return _time(message)
+    if isinstance(message, meta_v1_pb2.FieldsV1):
+        return orjson.loads(message.Raw) if message.Raw else {}
+    out: dict[str, Any] = {}
+    for field, value in message.ListFields():
+        converted: Any
+        if field.message_type is not None and field.message_type.GetOptions().map_entry:
+            value_field = field.message_type.fields_by_name["value"]
+            converted = {k: _scalar(value_field, v) for k, v in value.items()}
+        elif field.is_repeated:
+            converted = [
+                _message(v) if field.message_type is not None else _scalar(field, v) for v in value
+            ]
+        elif field.message_type is not None:
+            converted = _message(value)
+        else:
+            converted = _scalar(field, value)
+        # gogo-protobuf writes every non-pointer field; JSON omits empty ones.
+        if converted in (None, "", 0, False, [], {}):
+            continue
+        out[field.name] = converted
+    return out
+
+
+def to_json(body: bytes) -> bytes:
+    """The JSON for a protobuf-encoded object; 415 for types strata cannot read."""
+    if not body.startswith(MAGIC):
+        raise errors.bad_request("protobuf body does not start with the Kubernetes magic number")
+    envelope = runtime_pb2.Unknown()
+    try:
+        envelope.ParseFromString(body[len(MAGIC) :])
+    except DecodeError as e:
+        raise errors.bad_request(f"malformed protobuf envelope: {e}") from None
+    api_version, kind = envelope.typeMeta.apiVersion, envelope.typeMeta.kind
+    message_type = _TYPES.get((api_version, kind))
+    if message_type is None:
+        raise errors.unsupported_media_type(MEDIA_TYPE)
+    message = message_type()
+    try:
+        message.ParseFromString(envelope.raw)
+    except DecodeError as e:
+        raise errors.bad_request(f"malformed {kind} protobuf: {e}") from None
+    obj = _message(message)
+    return orjson.dumps({"apiVersion": api_version, "kind": kind, **obj})

@@ -1,0 +1,57 @@
+"""RequestInfo: what a REST path asks for (kube's RequestInfoFactory), parsed
+without knowing which resources exist; the handler checks that afterwards."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, kw_only=True)
+class RequestInfo:
+    group: str
+    version: str
+    # "" for the group-version itself (discovery).
+    resource: str = ""
+    namespace: str = ""
+    name: str = ""
+    subresource: str = ""
+    # The legacy /watch/ path prefix.
+    watch_path: bool = False
+
+
+def parse(path: str) -> RequestInfo | None:
+    """None when path is not under /api or /apis, or is not a resource path."""
+    parts = [p for p in path.split("/") if p]
+    if not parts:
+        return None
+    if parts[0] == "api":
+        if len(parts) < 2:
+            return None
+        group, version, rest = "", parts[1], parts[2:]
+    elif parts[0] == "apis":
+        if len(parts) < 3:
+            return None
+        group, version, rest = parts[1], parts[2], parts[3:]
+    else:
+        return None
+    watch_path = bool(rest) and rest[0] == "watch"
+    if watch_path:
+        rest = rest[1:]
+    if not rest:
+        return None if watch_path else RequestInfo(group=group, version=version)
+    namespace = ""
+    # /namespaces/<ns>/<resource>... is a namespaced path; /namespaces and
+    # /namespaces/<name>[/<subresource>] are the namespaces resource itself.
+    if rest[0] == "namespaces" and len(rest) >= 3 and rest[2] not in ("status", "finalize"):
+        namespace, rest = rest[1], rest[2:]
+    if len(rest) > 3:
+        return None
+    return RequestInfo(
+        group=group,
+        version=version,
+        resource=rest[0],
+        namespace=namespace,
+        name=rest[1] if len(rest) > 1 else "",
+        subresource=rest[2] if len(rest) > 2 else "",
+        watch_path=watch_path,
+    )

@@ -1,0 +1,1 @@
+"""The registry: resource catalog, generic Store and per-resource strategies."""

@@ -1,0 +1,50 @@
+"""python -m services.registry: Kubernetes API semantics over the storage contract."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+
+import grpc
+
+from services.registry.bootstrap import ensure_system_namespaces
+from services.registry.resources import BUILT_IN, NAMESPACES
+from services.registry.server import RegistryServicer
+from services.registry.store import Store
+from strata import service, telemetry
+from strata.proto.registry.v1 import registry_pb2_grpc
+from strata.storage import GrpcStorage
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m services.registry", description=__doc__)
+    service.flag(parser, "listen", "STRATA_REGISTRY_LISTEN", "127.0.0.1:2383", "gRPC address")
+    service.flag(
+        parser,
+        "storage",
+        "STRATA_REGISTRY_STORAGE",
+        "127.0.0.1:2382",
+        "Storage contract address: the cacher, or the storage service to bypass the cache",
+    )
+    args = parser.parse_args()
+    telemetry.setup("strata-registry")
+    asyncio.run(_run(args))
+
+
+async def _run(args: argparse.Namespace) -> None:
+    channel = service.connect(args.storage)
+    storage = GrpcStorage(channel)
+
+    async def register(server: grpc.aio.Server) -> None:
+        await ensure_system_namespaces(Store(NAMESPACES, storage))
+        registry_pb2_grpc.add_RegistryServicer_to_server(
+            RegistryServicer(BUILT_IN, storage), server
+        )
+
+    await service.serve(
+        service_name="strata-registry", listen=args.listen, register=register, on_stop=channel.close
+    )
+
+
+if __name__ == "__main__":
+    main()

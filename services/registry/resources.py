@@ -1,0 +1,210 @@
+"""The built-in resources strata serves, each a catalog entry plus a strategy.
+
+Table columns are declared here too (kube's printers), so the gateway can
+render `kubectl get` tables for any resource without knowing it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from services.registry.strategy import (
+    Obj,
+    Strategy,
+    invalid_value,
+    validate_object_meta,
+    validate_object_meta_update,
+)
+from strata.api.errors import Cause
+
+
+@dataclass(frozen=True, kw_only=True)
+class Column:
+    name: str
+    type: str
+    description: str
+    # A dotted path into the object, or a computed cell named "@..." the gateway knows.
+    path: str
+    format: str = ""
+    priority: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Resource:
+    group: str
+    version: str
+    name: str
+    singular: str
+    kind: str
+    namespaced: bool
+    strategy: Strategy
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    verbs: tuple[str, ...] = ("create", "delete", "get", "list", "update", "watch")
+    columns: tuple[Column, ...] = ()
+    # Whether DELETE answers with the object (else a Success Status).
+    return_deleted_object: bool = False
+    field_selectors: frozenset[str] = field(
+        default_factory=lambda: frozenset({"metadata.name", "metadata.namespace"})
+    )
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def key_prefix(self, namespace: str = "") -> str:
+        base = f"/{self.group}/{self.name}/" if self.group else f"/{self.name}/"
+        return f"{base}{namespace}/" if self.namespaced and namespace else base
+
+    def key(self, namespace: str, name: str) -> str:
+        return f"{self.key_prefix(namespace)}{name}"
+
+
+NAME_COLUMN = Column(
+    name="Name",
+    type="string",
+    format="name",
+    description="Name must be unique within a namespace. Is required when creating resources, "
+    "although some resources may allow a client to request the generation of an appropriate "
+    "name automatically. Name is primarily intended for creation idempotence and configuration "
+    "definition. Cannot be updated. More info: "
+    "https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names",
+    path="metadata.name",
+)
+AGE_COLUMN = Column(
+    name="Age",
+    type="string",
+    description="CreationTimestamp is a timestamp representing the server time when this "
+    "object was created. It is not guaranteed to be set in happens-before order across "
+    "separate operations. Clients may not set this value. It is represented in RFC3339 form "
+    "and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: "
+    "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
+    path="@age",
+)
+
+
+class NamespaceStrategy:
+    namespaced = False
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        meta = obj["metadata"]
+        # kube's NamespaceLifecycle labels every namespace with its own name.
+        meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = meta.get("name", "")
+        spec = obj.setdefault("spec", {})
+        spec["finalizers"] = ["kubernetes"]
+        obj["status"] = {"phase": "Active"}
+
+    def validate(self, obj: Obj) -> list[Cause]:
+        return validate_object_meta(obj, namespaced=False, name_is_label=True)
+
+    def prepare_for_update(self, obj: Obj, old: Obj) -> None:
+        obj["spec"] = old.get("spec", {})
+        obj["status"] = old.get("status", {})
+        meta = obj["metadata"]
+        meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = meta.get("name", "")
+
+    def validate_update(self, obj: Obj, old: Obj) -> list[Cause]:
+        return self.validate(obj) + validate_object_meta_update(obj, old)
+
+
+_CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+_CONFIG_KEY_ERROR = (
+    "a valid config key must consist of alphanumeric characters, '-', '_' or '.' "
+    "(e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is "
+    "'[-._a-zA-Z0-9]+')"
+)
+CONFIGMAP_MAX_BYTES = 1024 * 1024
+
+
+def _config_key_causes(section: str, key: str) -> list[Cause]:
+    causes = []
+    if len(key) > 253:
+        causes.append(
+            invalid_value(f"{section}[{key}]", key, "must be no more than 253 characters")
+        )
+    if not _CONFIG_KEY.match(key):
+        causes.append(invalid_value(f"{section}[{key}]", key, _CONFIG_KEY_ERROR))
+    elif key in (".", "..") or key.startswith(".."):
+        causes.append(invalid_value(f"{section}[{key}]", key, "must not start with '..'"))
+    return causes
+
+
+class ConfigMapStrategy:
+    namespaced = True
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        pass
+
+    def validate(self, obj: Obj) -> list[Cause]:
+        causes = validate_object_meta(obj, namespaced=True, name_is_label=False)
+        data: dict[str, Any] = obj.get("data") or {}
+        binary: dict[str, Any] = obj.get("binaryData") or {}
+        size = 0
+        for key, value in data.items():
+            causes.extend(_config_key_causes("data", key))
+            if key in binary:
+                causes.append(
+                    invalid_value(f"data[{key}]", key, "duplicate of key present in binaryData")
+                )
+            size += len(key) + len(str(value))
+        for key, value in binary.items():
+            causes.extend(_config_key_causes("binaryData", key))
+            size += len(key) + len(str(value)) * 3 // 4
+        if size > CONFIGMAP_MAX_BYTES:
+            causes.append(
+                Cause(
+                    reason="FieldValueTooLong",
+                    message=f"Too long: may not be more than {CONFIGMAP_MAX_BYTES} bytes",
+                    field="",
+                )
+            )
+        return causes
+
+    def prepare_for_update(self, obj: Obj, old: Obj) -> None:
+        pass
+
+    def validate_update(self, obj: Obj, old: Obj) -> list[Cause]:
+        return self.validate(obj) + validate_object_meta_update(obj, old)
+
+
+NAMESPACES = Resource(
+    group="",
+    version="v1",
+    name="namespaces",
+    singular="namespace",
+    kind="Namespace",
+    namespaced=False,
+    strategy=NamespaceStrategy(),
+    short_names=("ns",),
+    columns=(
+        NAME_COLUMN,
+        Column(
+            name="Status",
+            type="string",
+            description="The status of the namespace",
+            path="status.phase",
+        ),
+        AGE_COLUMN,
+    ),
+    return_deleted_object=True,
+)
+
+CONFIGMAPS = Resource(
+    group="",
+    version="v1",
+    name="configmaps",
+    singular="configmap",
+    kind="ConfigMap",
+    namespaced=True,
+    strategy=ConfigMapStrategy(),
+    short_names=("cm",),
+    columns=(
+        NAME_COLUMN,
+        Column(name="Data", type="string", description="", path="@data-count"),
+        AGE_COLUMN,
+    ),
+)
+
+BUILT_IN = (NAMESPACES, CONFIGMAPS)

@@ -1,0 +1,141 @@
+"""RegistryServicer: strata.registry.v1.Registry over the generic Stores."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import grpc
+
+from services.registry.resources import Resource
+from services.registry.store import Rendering, Store
+from strata.api import errors
+from strata.api.errors import StatusError
+from strata.api.wire import abort_with_status
+from strata.proto.registry.v1 import registry_pb2, registry_pb2_grpc
+from strata.storage import Preconditions, Storage
+
+Context = grpc.aio.ServicerContext[object, object]
+
+
+def _rendering(message: registry_pb2.Rendering) -> Rendering:
+    return Rendering(as_table=message.as_table, include_object=message.include_object)
+
+
+class RegistryServicer(registry_pb2_grpc.RegistryServicer):
+    def __init__(self, resources: tuple[Resource, ...], storage: Storage) -> None:
+        self._stores = {(r.group, r.version, r.name): Store(r, storage) for r in resources}
+
+    def _store(self, ref: registry_pb2.ResourceRef) -> Store:
+        store = self._stores.get((ref.group, ref.version, ref.resource))
+        if store is None:
+            raise errors.path_not_found()
+        return store
+
+    async def ListResources(
+        self, request: registry_pb2.ListResourcesRequest, context: Context
+    ) -> registry_pb2.ListResourcesResponse:
+        return registry_pb2.ListResourcesResponse(
+            resources=[
+                registry_pb2.APIResource(
+                    group=s.resource.group,
+                    version=s.resource.version,
+                    name=s.resource.name,
+                    singular_name=s.resource.singular,
+                    kind=s.resource.kind,
+                    namespaced=s.resource.namespaced,
+                    verbs=s.resource.verbs,
+                    short_names=s.resource.short_names,
+                    categories=s.resource.categories,
+                )
+                for s in self._stores.values()
+            ]
+        )
+
+    async def Create(
+        self, request: registry_pb2.CreateRequest, context: Context
+    ) -> registry_pb2.ObjectResponse:
+        try:
+            store = self._store(request.resource)
+            body = await store.create(request.resource.namespace, request.body)
+        except StatusError as e:
+            await abort_with_status(context, e)
+            raise
+        return registry_pb2.ObjectResponse(object=body)
+
+    async def Get(
+        self, request: registry_pb2.GetRequest, context: Context
+    ) -> registry_pb2.ObjectResponse:
+        try:
+            store = self._store(request.resource)
+            body = await store.get(
+                request.resource.namespace,
+                request.name,
+                request.resource_version,
+                _rendering(request.rendering),
+            )
+        except StatusError as e:
+            await abort_with_status(context, e)
+            raise
+        return registry_pb2.ObjectResponse(object=body)
+
+    async def List(
+        self, request: registry_pb2.ListRequest, context: Context
+    ) -> registry_pb2.ListResponse:
+        options = request.options
+        try:
+            store = self._store(request.resource)
+            selection = store.selection(
+                request.resource.namespace, options.label_selector, options.field_selector
+            )
+            items, revision, table = await store.list(
+                selection, options.resource_version, _rendering(options.rendering)
+            )
+        except StatusError as e:
+            await abort_with_status(context, e)
+            raise
+        return registry_pb2.ListResponse(items=items, resource_version=revision, table=table)
+
+    async def Update(
+        self, request: registry_pb2.UpdateRequest, context: Context
+    ) -> registry_pb2.ObjectResponse:
+        try:
+            store = self._store(request.resource)
+            body = await store.update(request.resource.namespace, request.name, request.body)
+        except StatusError as e:
+            await abort_with_status(context, e)
+            raise
+        return registry_pb2.ObjectResponse(object=body)
+
+    async def Delete(
+        self, request: registry_pb2.DeleteRequest, context: Context
+    ) -> registry_pb2.ObjectResponse:
+        preconditions = None
+        if request.precondition_uid or request.precondition_resource_version:
+            preconditions = Preconditions(
+                uid=request.precondition_uid,
+                resource_version=request.precondition_resource_version,
+            )
+        try:
+            store = self._store(request.resource)
+            body = await store.delete(request.resource.namespace, request.name, preconditions)
+        except StatusError as e:
+            await abort_with_status(context, e)
+            raise
+        return registry_pb2.ObjectResponse(object=body)
+
+    async def Watch(
+        self, request: registry_pb2.WatchRequest, context: Context
+    ) -> AsyncIterator[registry_pb2.WatchEvent]:
+        options = request.options
+        try:
+            store = self._store(request.resource)
+            selection = store.selection(
+                request.resource.namespace, options.label_selector, options.field_selector
+            )
+        except StatusError as e:
+            await abort_with_status(context, e)
+            return
+        async for item in store.watch(
+            selection, options.resource_version, _rendering(options.rendering)
+        ):
+            yield registry_pb2.WatchEvent(type=item.type, object=item.object)

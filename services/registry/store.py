@@ -1,0 +1,339 @@
+"""The generic Store: one implementation of create/get/list/update/delete/watch
+for every resource, specialised only by the resource's catalog entry and
+strategy (kube's registry/generic/registry.Store).
+
+Storage errors are interpreted into API Status here; nothing above the registry
+sees a storage error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from services.registry import tables
+from services.registry.resources import NAMESPACES, Resource
+from strata.api import errors, meta, names
+from strata.api.errors import StatusError
+from strata.api.selectors import (
+    FieldSelector,
+    LabelSelector,
+    parse_field_selector,
+    parse_label_selector,
+)
+from strata.proto.storage.v1 import storage_pb2
+from strata.storage import (
+    Conflict,
+    Expired,
+    GetOptions,
+    InvalidObject,
+    KeyExists,
+    KeyNotFound,
+    ListOptions,
+    Preconditions,
+    Storage,
+    StorageError,
+    TooLargeResourceVersion,
+    Unavailable,
+    WatchOptions,
+    guaranteed_update,
+)
+
+Obj = dict[str, Any]
+_GENERATE_NAME_ATTEMPTS = 8
+_EVENT_TYPES = {
+    storage_pb2.WatchEvent.ADDED: "ADDED",
+    storage_pb2.WatchEvent.MODIFIED: "MODIFIED",
+    storage_pb2.WatchEvent.DELETED: "DELETED",
+    storage_pb2.WatchEvent.BOOKMARK: "BOOKMARK",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Selection:
+    """Which objects a list or watch returns."""
+
+    namespace: str = ""
+    labels: LabelSelector = dataclasses.field(default_factory=LabelSelector)
+    fields: FieldSelector = dataclasses.field(default_factory=FieldSelector)
+
+    def matches(self, obj: storage_pb2.Object) -> bool:
+        if self.namespace and obj.namespace != self.namespace:
+            return False
+        if not self.labels.empty and not self.labels.matches(obj.labels):
+            return False
+        if not self.fields.empty:
+            return self.fields.matches(
+                {"metadata.name": obj.name, "metadata.namespace": obj.namespace}
+            )
+        return True
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rendering:
+    as_table: bool = False
+    include_object: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class WatchItem:
+    type: str
+    object: bytes
+
+
+def decode_body(body: bytes, resource: Resource) -> Obj:
+    """The request body as an object of resource's kind, or 400 BadRequest."""
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError as e:
+        raise errors.bad_request(f"the object provided is not valid JSON: {e}") from None
+    if not isinstance(obj, dict):
+        raise errors.bad_request("the object provided is not a JSON object")
+    kind, api_version = obj.get("kind"), obj.get("apiVersion")
+    if not kind or not api_version:
+        missing = "kind" if not kind else "apiVersion"
+        raise errors.bad_request(
+            f"Object '{missing}' is missing in '{body[:200].decode(errors='replace')}'"
+        )
+    if kind != resource.kind or api_version != resource.api_version:
+        raise errors.bad_request(
+            f"the API version in the data ({api_version}) does not match the expected API "
+            f"version ({resource.api_version})"
+            if api_version != resource.api_version
+            else f"the kind in the data ({kind}) does not match the expected kind ({resource.kind})"
+        )
+    metadata = obj.setdefault("metadata", {})
+    if not isinstance(metadata, dict):
+        raise errors.bad_request("metadata must be an object")
+    for field in ("labels", "annotations"):
+        value = metadata.get(field)
+        if value is not None and (
+            not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values())
+        ):
+            raise errors.bad_request(f"metadata.{field} must be a map of string to string")
+    for field in ("data", "binaryData"):
+        value = obj.get(field)
+        if value is not None and (
+            not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values())
+        ):
+            raise errors.bad_request(
+                f'{resource.kind} in version "{resource.version}" cannot be handled as a '
+                f"{resource.kind}: {field} must be a map of string to string"
+            )
+    return obj
+
+
+class Store:
+    def __init__(self, resource: Resource, storage: Storage) -> None:
+        self.resource = resource
+        self._storage = storage
+        self._strategy = resource.strategy
+
+    # --- error interpretation --------------------------------------------------
+
+    @contextmanager
+    def _interpreted(self, name: str = "") -> Iterator[None]:
+        r = self.resource
+        try:
+            yield
+        except KeyNotFound:
+            raise errors.not_found(r.name, name, r.group) from None
+        except KeyExists:
+            raise errors.already_exists(r.name, name, r.group) from None
+        except Conflict as e:
+            detail = e.message if "Precondition" in e.message else errors.OBJECT_MODIFIED
+            raise errors.conflict(r.name, name, detail, r.group) from None
+        except Expired as e:
+            raise errors.gone(e.message) from None
+        except TooLargeResourceVersion as e:
+            raise errors.timeout(e.message) from None
+        except InvalidObject as e:
+            raise errors.bad_request(e.message) from None
+        except Unavailable as e:
+            raise errors.service_unavailable(f"storage is unavailable: {e.message}") from None
+        except StorageError as e:
+            raise errors.internal(e.message) from None
+
+    def _check_namespace_arg(self, namespace: str) -> None:
+        if self.resource.namespaced and not namespace:
+            raise errors.bad_request("a namespace must be given for namespaced resources")
+
+    # --- create ----------------------------------------------------------------
+
+    async def create(self, namespace: str, body: bytes) -> bytes:
+        r = self.resource
+        self._check_namespace_arg(namespace)
+        obj = decode_body(body, r)
+        metadata = obj["metadata"]
+        if r.namespaced:
+            if metadata.get("namespace") and metadata["namespace"] != namespace:
+                raise errors.bad_request(
+                    "the namespace of the provided object does not match the namespace sent on "
+                    "the request"
+                )
+            metadata["namespace"] = namespace
+        else:
+            metadata.pop("namespace", None)
+        generate = metadata.get("generateName", "") if not metadata.get("name") else ""
+        for field in ("uid", "resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
+            metadata.pop(field, None)
+        metadata["creationTimestamp"] = meta.now_rfc3339()
+        self._strategy.prepare_for_create(obj)
+        for attempt in range(_GENERATE_NAME_ATTEMPTS):
+            if generate:
+                metadata["name"] = names.generate_name(generate)
+            causes = self._strategy.validate(obj)
+            if causes:
+                raise errors.invalid(r.kind, metadata.get("name", ""), causes, r.group)
+            if r.namespaced:
+                await self._require_namespace(namespace)
+            metadata["uid"] = str(uuid.uuid4())
+            try:
+                with self._interpreted(metadata["name"]):
+                    stored = await self._storage.create(
+                        r.key(namespace, metadata["name"]), orjson.dumps(obj)
+                    )
+                return stored.value
+            except StatusError as e:
+                if (
+                    not generate
+                    or e.reason != "AlreadyExists"
+                    or attempt + 1 == _GENERATE_NAME_ATTEMPTS
+                ):
+                    raise
+        raise AssertionError("unreachable")
+
+    async def _require_namespace(self, namespace: str) -> None:
+        try:
+            await self._storage.get(NAMESPACES.key("", namespace), GetOptions(resource_version=""))
+        except KeyNotFound:
+            raise errors.not_found(NAMESPACES.name, namespace) from None
+
+    # --- reads -----------------------------------------------------------------
+
+    async def get(
+        self, namespace: str, name: str, resource_version: str, rendering: Rendering
+    ) -> bytes:
+        self._check_namespace_arg(namespace)
+        with self._interpreted(name):
+            obj = await self._storage.get(
+                self.resource.key(namespace, name), GetOptions(resource_version=resource_version)
+            )
+        if rendering.as_table:
+            return tables.table(self.resource, [obj.value], "", rendering.include_object)
+        return obj.value
+
+    def selection(self, namespace: str, label_selector: str, field_selector: str) -> Selection:
+        return Selection(
+            namespace=namespace if self.resource.namespaced else "",
+            labels=parse_label_selector(label_selector),
+            fields=parse_field_selector(field_selector, self.resource.field_selectors),
+        )
+
+    async def list(
+        self, selection: Selection, resource_version: str, rendering: Rendering
+    ) -> tuple[list[bytes], int, bytes]:
+        """Items (or a Table) and the list's resourceVersion."""
+        if rendering.as_table:
+            tables.check_include_object(rendering.include_object)
+        with self._interpreted():
+            result = await self._storage.list(
+                self.resource.key_prefix(selection.namespace),
+                ListOptions(resource_version=resource_version),
+            )
+        items = [o.value for o in result.items if selection.matches(o)]
+        if rendering.as_table:
+            table = tables.table(
+                self.resource, items, str(result.resource_version), rendering.include_object
+            )
+            return [], result.resource_version, table
+        return items, result.resource_version, b""
+
+    async def watch(
+        self, selection: Selection, resource_version: str, rendering: Rendering
+    ) -> AsyncIterator[WatchItem]:
+        """The watch stream; a failure after it started is an ERROR event, as in kube."""
+        if rendering.as_table:
+            tables.check_include_object(rendering.include_object)
+        name = selection.fields.exact("metadata.name")
+        if name is not None and (selection.namespace or not self.resource.namespaced):
+            key, recursive = self.resource.key(selection.namespace, name), False
+        else:
+            key, recursive = self.resource.key_prefix(selection.namespace), True
+        events = self._storage.watch(
+            key, WatchOptions(resource_version=resource_version, recursive=recursive)
+        )
+        try:
+            with self._interpreted():
+                async for event in events:
+                    if not selection.matches(event.object):
+                        continue
+                    value = event.object.value
+                    if rendering.as_table:
+                        value = tables.table(self.resource, [value], "", rendering.include_object)
+                    yield WatchItem(type=_EVENT_TYPES[event.type], object=value)
+        except StatusError as e:
+            yield WatchItem(type="ERROR", object=e.to_json())
+
+    # --- update ----------------------------------------------------------------
+
+    async def update(self, namespace: str, name: str, body: bytes) -> bytes:
+        r = self.resource
+        self._check_namespace_arg(namespace)
+        obj = decode_body(body, r)
+        metadata = obj["metadata"]
+        if metadata.get("name", name) != name:
+            raise errors.bad_request(
+                f"the name of the object ({metadata['name']}) does not match the name on the "
+                f"URL ({name})"
+            )
+        if r.namespaced and metadata.get("namespace", namespace) != namespace:
+            raise errors.bad_request(
+                "the namespace of the provided object does not match the namespace sent on the "
+                "request"
+            )
+        requested_rv = str(metadata.get("resourceVersion", ""))
+
+        async def apply(current: storage_pb2.Object) -> bytes:
+            if requested_rv and requested_rv != str(current.resource_version):
+                raise Conflict(current.key, "stale resourceVersion")
+            old = orjson.loads(current.value)
+            new = dict(obj)
+            new_meta = dict(metadata)
+            new["metadata"] = new_meta
+            new_meta["name"] = name
+            if r.namespaced:
+                new_meta["namespace"] = namespace
+            else:
+                new_meta.pop("namespace", None)
+            old_meta = old.get("metadata", {})
+            for field in ("uid", "creationTimestamp"):
+                new_meta.setdefault(field, old_meta.get(field))
+            self._strategy.prepare_for_update(new, old)
+            causes = self._strategy.validate_update(new, old)
+            if causes:
+                raise errors.invalid(r.kind, name, causes, r.group)
+            return orjson.dumps(new)
+
+        with self._interpreted(name):
+            stored = await guaranteed_update(self._storage, r.key(namespace, name), apply)
+        return stored.value
+
+    # --- delete ----------------------------------------------------------------
+
+    async def delete(self, namespace: str, name: str, preconditions: Preconditions | None) -> bytes:
+        r = self.resource
+        self._check_namespace_arg(namespace)
+        with self._interpreted(name):
+            deleted = await self._storage.delete(
+                r.key(namespace, name), preconditions=preconditions
+            )
+        if r.return_deleted_object:
+            return deleted.value
+        return orjson.dumps(errors.success(r.name, name, deleted.uid, r.group))

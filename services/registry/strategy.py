@@ -1,0 +1,77 @@
+"""The strategy contract (kube's RESTCreateStrategy/RESTUpdateStrategy) and the
+metadata rules every resource shares.
+
+A strategy is a stateless object plugged into the generic Store as
+configuration; it says what is special about one resource and nothing else.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from strata.api import names
+from strata.api.errors import Cause
+
+Obj = dict[str, Any]
+
+
+class Strategy(Protocol):
+    namespaced: bool
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        """Clear or default what a client may not set."""
+        ...
+
+    def validate(self, obj: Obj) -> list[Cause]:
+        """Field errors of a new object (metadata included)."""
+        ...
+
+    def prepare_for_update(self, obj: Obj, old: Obj) -> None: ...
+
+    def validate_update(self, obj: Obj, old: Obj) -> list[Cause]: ...
+
+
+def invalid_value(field: str, value: object, detail: str) -> Cause:
+    shown = f'"{value}"' if isinstance(value, str) else str(value)
+    return Cause(
+        reason="FieldValueInvalid", message=f"Invalid value: {shown}: {detail}", field=field
+    )
+
+
+def required(field: str, detail: str) -> Cause:
+    return Cause(reason="FieldValueRequired", message=f"Required value: {detail}", field=field)
+
+
+def immutable(field: str, value: object) -> Cause:
+    return invalid_value(field, value, "field is immutable")
+
+
+def validate_object_meta(obj: Obj, *, namespaced: bool, name_is_label: bool) -> list[Cause]:
+    """apimachinery's ValidateObjectMeta for the fields strata serves."""
+    meta = obj.get("metadata") or {}
+    causes: list[Cause] = []
+    name = meta.get("name", "")
+    if not name:
+        causes.append(required("metadata.name", "name or generateName is required"))
+    else:
+        check = names.dns1123_label_errors if name_is_label else names.dns1123_subdomain_errors
+        causes.extend(invalid_value("metadata.name", name, e) for e in check(name))
+    namespace = meta.get("namespace", "")
+    if namespaced:
+        if not namespace:
+            causes.append(required("metadata.namespace", ""))
+        else:
+            causes.extend(
+                invalid_value("metadata.namespace", namespace, e)
+                for e in names.dns1123_label_errors(namespace)
+            )
+    return causes
+
+
+def validate_object_meta_update(obj: Obj, old: Obj) -> list[Cause]:
+    meta, old_meta = obj.get("metadata") or {}, old.get("metadata") or {}
+    causes = []
+    for field in ("name", "namespace", "uid", "creationTimestamp"):
+        if meta.get(field) != old_meta.get(field):
+            causes.append(immutable(f"metadata.{field}", meta.get(field)))
+    return causes

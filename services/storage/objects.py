@@ -1,0 +1,52 @@
+"""Between etcd values and storage envelopes.
+
+etcd holds an object's JSON without metadata.resourceVersion (kube's versioner
+clears it on write); on the way out the revision is set into the JSON once, here,
+so no layer above has to decode an object to learn or stamp its version.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from strata.proto.storage.v1 import storage_pb2
+from strata.storage import InvalidObject
+
+
+def decode(key: str, value: bytes) -> dict[str, Any]:
+    try:
+        obj = orjson.loads(value)
+    except orjson.JSONDecodeError as e:
+        raise InvalidObject(key, f"object at {key} is not JSON: {e}") from None
+    if not isinstance(obj, dict) or not isinstance(obj.get("metadata", {}), dict):
+        raise InvalidObject(key, f"object at {key} is not a JSON object with metadata")
+    return obj
+
+
+def for_etcd(key: str, value: bytes) -> tuple[dict[str, Any], bytes]:
+    """The decoded object and the bytes to store (resourceVersion removed)."""
+    obj = decode(key, value)
+    obj.setdefault("metadata", {}).pop("resourceVersion", None)
+    return obj, orjson.dumps(obj)
+
+
+def envelope(key: str, obj: dict[str, Any], revision: int) -> storage_pb2.Object:
+    """The envelope for obj at revision, its JSON stamped with that revision."""
+    meta = obj.setdefault("metadata", {})
+    meta["resourceVersion"] = str(revision)
+    labels = meta.get("labels") or {}
+    return storage_pb2.Object(
+        key=key,
+        value=orjson.dumps(obj),
+        resource_version=revision,
+        namespace=str(meta.get("namespace", "")),
+        name=str(meta.get("name", "")),
+        uid=str(meta.get("uid", "")),
+        labels={str(k): str(v) for k, v in labels.items()},
+    )
+
+
+def from_etcd(key: str, value: bytes, revision: int) -> storage_pb2.Object:
+    return envelope(key, decode(key, value), revision)

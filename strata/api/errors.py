@@ -1,0 +1,202 @@
+"""Kubernetes `Status` errors, shaped as k8s.io/apimachinery's api/errors builds them.
+
+The registry raises these; the gRPC layer carries their JSON to the gateway,
+which renders them unchanged. Messages, reasons and detail fields follow
+kube-apiserver's so clients (kubectl, client-go, the Python client) print and
+classify them as they would against Kubernetes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+
+@dataclass(frozen=True, kw_only=True)
+class Cause:
+    """One field-level reason inside an Invalid status (a StatusCause)."""
+
+    reason: str
+    message: str
+    field: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"reason": self.reason, "message": self.message, "field": self.field}
+
+
+@dataclass(frozen=True, kw_only=True)
+class StatusError(Exception):
+    """A refusal that becomes a `Status` object with an HTTP code."""
+
+    code: int
+    reason: str
+    message: str
+    details: dict[str, Any] = field(default_factory=dict)
+    retry_after_seconds: int | None = None
+
+    def __str__(self) -> str:
+        return self.message
+
+    def status(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "details": self.details,
+            "code": self.code,
+        }
+        return body
+
+    def to_json(self) -> bytes:
+        return orjson.dumps(self.status())
+
+    @classmethod
+    def from_json(cls, data: bytes) -> StatusError:
+        body = orjson.loads(data)
+        return cls(
+            code=int(body.get("code", 500)),
+            reason=str(body.get("reason", "")),
+            message=str(body.get("message", "")),
+            details=dict(body.get("details") or {}),
+        )
+
+
+def _details(resource: str, name: str, group: str = "") -> dict[str, Any]:
+    details: dict[str, Any] = {"name": name, "kind": resource}
+    if group:
+        details["group"] = group
+    return details
+
+
+def _qualified(resource: str, group: str) -> str:
+    return f"{resource}.{group}" if group else resource
+
+
+def not_found(resource: str, name: str, group: str = "") -> StatusError:
+    return StatusError(
+        code=404,
+        reason="NotFound",
+        message=f'{_qualified(resource, group)} "{name}" not found',
+        details=_details(resource, name, group),
+    )
+
+
+def path_not_found() -> StatusError:
+    return StatusError(
+        code=404, reason="NotFound", message="the server could not find the requested resource"
+    )
+
+
+def already_exists(resource: str, name: str, group: str = "") -> StatusError:
+    return StatusError(
+        code=409,
+        reason="AlreadyExists",
+        message=f'{_qualified(resource, group)} "{name}" already exists',
+        details=_details(resource, name, group),
+    )
+
+
+def conflict(resource: str, name: str, detail: str, group: str = "") -> StatusError:
+    return StatusError(
+        code=409,
+        reason="Conflict",
+        message=(
+            f'Operation cannot be fulfilled on {_qualified(resource, group)} "{name}": {detail}'
+        ),
+        details=_details(resource, name, group),
+    )
+
+
+OBJECT_MODIFIED = (
+    "the object has been modified; please apply your changes to the latest version and try again"
+)
+
+
+def invalid(kind: str, name: str, causes: list[Cause], group: str = "") -> StatusError:
+    listed = [f"{c.field}: {c.message}" for c in causes]
+    summary = listed[0] if len(listed) == 1 else "[" + ", ".join(listed) + "]"
+    details: dict[str, Any] = {"name": name, "kind": kind, "causes": [c.as_dict() for c in causes]}
+    if group:
+        details["group"] = group
+    return StatusError(
+        code=422,
+        reason="Invalid",
+        message=f'{kind}.{group} "{name}" is invalid: {summary}'
+        if group
+        else f'{kind} "{name}" is invalid: {summary}',
+        details=details,
+    )
+
+
+def bad_request(message: str) -> StatusError:
+    return StatusError(code=400, reason="BadRequest", message=message)
+
+
+def gone(message: str) -> StatusError:
+    return StatusError(code=410, reason="Expired", message=message)
+
+
+def unauthorized() -> StatusError:
+    return StatusError(code=401, reason="Unauthorized", message="Unauthorized")
+
+
+def method_not_allowed(verb: str, resource: str) -> StatusError:
+    return StatusError(
+        code=405,
+        reason="MethodNotAllowed",
+        message=f"{verb} is not supported on resources of kind {resource!r}",
+    )
+
+
+def unsupported_media_type(content_type: str) -> StatusError:
+    return StatusError(
+        code=415,
+        reason="UnsupportedMediaType",
+        message=f"the body of the request was in an unknown format - accepted media types include: "
+        f'application/json, application/yaml (got "{content_type}")',
+    )
+
+
+def too_large(message: str) -> StatusError:
+    return StatusError(code=413, reason="RequestEntityTooLarge", message=message)
+
+
+def timeout(message: str, retry_after_seconds: int = 1) -> StatusError:
+    return StatusError(
+        code=504,
+        reason="Timeout",
+        message=message,
+        details={"retryAfterSeconds": retry_after_seconds},
+        retry_after_seconds=retry_after_seconds,
+    )
+
+
+def service_unavailable(message: str) -> StatusError:
+    return StatusError(code=503, reason="ServiceUnavailable", message=message)
+
+
+def internal(message: str) -> StatusError:
+    return StatusError(
+        code=500,
+        reason="InternalError",
+        message=f"Internal error occurred: {message}",
+        details={"causes": [{"message": message}]},
+    )
+
+
+def success(resource: str, name: str, uid: str, group: str = "") -> dict[str, Any]:
+    """The Status a delete returns for resources that do not return the object."""
+    details: dict[str, Any] = _details(resource, name, group)
+    details["uid"] = uid
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": details,
+    }

@@ -1,0 +1,40 @@
+"""How an API Status crosses gRPC between registry and gateway: the Status JSON
+in trailing metadata, with a gRPC code that matches its HTTP code."""
+
+from __future__ import annotations
+
+import grpc
+
+from strata.api.errors import StatusError, internal, service_unavailable
+
+STATUS_METADATA_KEY = "strata-status-bin"
+
+_GRPC_CODES = {
+    400: grpc.StatusCode.INVALID_ARGUMENT,
+    401: grpc.StatusCode.UNAUTHENTICATED,
+    403: grpc.StatusCode.PERMISSION_DENIED,
+    404: grpc.StatusCode.NOT_FOUND,
+    409: grpc.StatusCode.ALREADY_EXISTS,
+    410: grpc.StatusCode.OUT_OF_RANGE,
+    422: grpc.StatusCode.INVALID_ARGUMENT,
+    429: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    503: grpc.StatusCode.UNAVAILABLE,
+    504: grpc.StatusCode.DEADLINE_EXCEEDED,
+}
+
+
+async def abort_with_status(
+    context: grpc.aio.ServicerContext[object, object], error: StatusError
+) -> None:
+    context.set_trailing_metadata(((STATUS_METADATA_KEY, error.to_json()),))
+    await context.abort(_GRPC_CODES.get(error.code, grpc.StatusCode.UNKNOWN), error.message)
+
+
+def status_from_rpc_error(error: grpc.aio.AioRpcError) -> StatusError:
+    """The Status a failed registry call carries, or one describing the failure."""
+    for key, value in error.trailing_metadata() or ():
+        if key == STATUS_METADATA_KEY and isinstance(value, bytes):
+            return StatusError.from_json(value)
+    if error.code() == grpc.StatusCode.UNAVAILABLE:
+        return service_unavailable(f"registry unavailable: {error.details()}")
+    return internal(f"registry call failed: {error.code().name}: {error.details()}")

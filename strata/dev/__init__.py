@@ -1,0 +1,11 @@
+"""Running the whole of strata on loopback for development and tests.
+
+`python -m strata.dev up` (what `make run` calls) finds or fetches etcd, starts
+it and the four services as child processes, waits for each to be healthy and
+writes a kubeconfig; tests and benchmarks use `System` the same way.
+"""
+
+from strata.dev._etcd import find_etcd
+from strata.dev._system import Endpoints, System, free_port
+
+__all__ = ["Endpoints", "System", "find_etcd", "free_port"]

@@ -1,0 +1,54 @@
+"""python -m strata.dev up: the whole system on loopback until Ctrl-C or SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+
+from strata.dev._system import StartError, System
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m strata.dev", description=__doc__)
+    parser.add_argument("command", choices=["up"])
+    parser.add_argument(
+        "--home",
+        default=os.environ.get("STRATA_HOME", ".strata"),
+        help="state, logs and kubeconfig (env STRATA_HOME)",
+    )
+    args = parser.parse_args()
+    system = System(Path(args.home))
+    stop = threading.Event()
+
+    def on_signal(_signum: int, _frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        endpoints = system.start()
+    except StartError as e:
+        print(f"strata: {e}", file=sys.stderr)
+        return 1
+    print(f"strata is up: {endpoints.gateway}")
+    print(f"  export KUBECONFIG={system.kubeconfig}")
+    print(f"  endpoints: {system.home / 'endpoints.json'}; logs: {system.home / 'logs'}/")
+    sys.stdout.flush()
+    try:
+        while not stop.wait(0.5):
+            if (name := system.failed()) is not None:
+                print(f"strata: {name} exited; stopping", file=sys.stderr)
+                return 1
+    finally:
+        system.stop()
+        print("strata stopped")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,89 @@
+"""Finding an etcd binary, fetching Debian trixie's etcd-server when needed.
+
+Consistent reads from cache need watch progress notifications in order, which
+etcd 3.4.23 (bookworm's etcd-server) gets wrong (etcd-io/etcd#15220); trixie's
+3.5.16 runs on bookworm. It is fetched with apt-get under a private apt
+configuration into a project-local folder and unpacked with dpkg -x, so the
+machine's own apt state is left alone.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+MINIMUM = (3, 5, 13)
+_SOURCES = """Types: deb
+URIs: http://deb.debian.org/debian
+Suites: trixie
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+"""
+
+
+def etcd_version(binary: str | Path) -> tuple[int, int, int] | None:
+    try:
+        out = subprocess.run(
+            [str(binary), "--version"], capture_output=True, text=True, timeout=30, check=False
+        ).stdout
+    except OSError:
+        return None
+    m = re.search(r"etcd Version: (\d+)\.(\d+)\.(\d+)", out)
+    return (int(m[1]), int(m[2]), int(m[3])) if m else None
+
+
+def _fetch(tools: Path) -> Path | None:
+    apt = tools / "apt"
+    for sub in ("lists/partial", "cache/archives/partial", "etc"):
+        (apt / sub).mkdir(parents=True, exist_ok=True)
+    sources = apt / "etc" / "trixie.sources"
+    sources.write_text(_SOURCES)
+    options = [
+        "-o", f"Dir::Etc::sourcelist={sources}",
+        "-o", "Dir::Etc::sourceparts=/dev/null",
+        "-o", f"Dir::State::Lists={apt / 'lists'}",
+        "-o", f"Dir::Cache={apt / 'cache'}",
+        "-o", "Dir::State::status=/dev/null",
+        "-o", "APT::Sandbox::User=root",
+    ]  # fmt: skip
+    try:
+        subprocess.run(["apt-get", *options, "update"], check=True, capture_output=True)
+        subprocess.run(
+            ["apt-get", *options, "download", "etcd-server"],
+            check=True,
+            capture_output=True,
+            cwd=apt,
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    debs = sorted(apt.glob("etcd-server_*.deb"))
+    if not debs:
+        return None
+    root = tools / "etcd"
+    shutil.rmtree(root, ignore_errors=True)
+    subprocess.run(["dpkg", "-x", str(debs[-1]), str(root)], check=True)
+    binary = root / "usr" / "bin" / "etcd"
+    return binary if binary.exists() else None
+
+
+def find_etcd(tools: Path, *, fetch: bool = True) -> Path:
+    """An etcd >= 3.5.13 if one can be had, else any etcd on PATH."""
+    local = tools / "etcd" / "usr" / "bin" / "etcd"
+    override = os.environ.get("STRATA_ETCD_BINARY")
+    if override:
+        return Path(override)
+    for candidate in (local, shutil.which("etcd")):
+        if candidate and (version := etcd_version(candidate)) and version >= MINIMUM:
+            return Path(candidate)
+    if fetch and (fetched := _fetch(tools)) is not None:
+        return fetched
+    on_path = shutil.which("etcd")
+    if on_path:
+        return Path(on_path)
+    raise SystemExit(
+        "no etcd found: fetching Debian's etcd-server failed and none is on PATH "
+        "(set STRATA_ETCD_BINARY to one)"
+    )

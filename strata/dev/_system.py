@@ -1,0 +1,258 @@
+"""System: etcd and the four services as child processes on loopback.
+
+Each process logs to $STRATA_HOME/logs/<name>.log. etcd's ports are kept in
+$STRATA_HOME/ports.json so a restart reuses the data dir with the same member
+URLs; the services take free ports each time (the gateway's comes from
+STRATA_PORT, 6443 by default), so two instances can run side by side.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from strata.dev._etcd import find_etcd
+from strata.proto.etcd.etcdserverpb import rpc_pb2, rpc_pb2_grpc
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+START_TIMEOUT_SECONDS = 60.0
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+@dataclass(frozen=True, kw_only=True)
+class Endpoints:
+    gateway: str
+    etcd: str
+    storage: str
+    cacher: str
+    registry: str
+
+
+class StartError(RuntimeError):
+    pass
+
+
+class System:
+    def __init__(
+        self,
+        home: Path,
+        *,
+        gateway_port: int | None = None,
+        env: dict[str, str] | None = None,
+        etcd_binary: Path | None = None,
+    ) -> None:
+        self.home = home.resolve()
+        self.gateway_port = (
+            gateway_port if gateway_port is not None else int(os.environ.get("STRATA_PORT", "6443"))
+        )
+        self._env = {**os.environ, **(env or {})}
+        self._env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(REPO_ROOT), self._env.get("PYTHONPATH", "")) if p
+        )
+        self._etcd_binary = etcd_binary
+        self._processes: list[tuple[str, subprocess.Popen[bytes]]] = []
+        self.endpoints: Endpoints | None = None
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.home / "kubeconfig"
+
+    @property
+    def ca_file(self) -> Path:
+        return self.home / "pki" / "ca.crt"
+
+    @property
+    def admin_token(self) -> str:
+        return (self.home / "admin-token").read_text().strip()
+
+    # --- processes ---------------------------------------------------------------
+
+    def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
+        logs = self.home / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        with open(logs / f"{name}.log", "ab") as log:
+            process = subprocess.Popen(
+                argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=self._env,
+                cwd=REPO_ROOT,
+            )
+        self._processes.append((name, process))
+        return process
+
+    def _service(self, name: str, *flags: str) -> subprocess.Popen[bytes]:
+        return self._spawn(name, [sys.executable, "-m", f"services.{name}", *flags])
+
+    def _wait(self, name: str, process: subprocess.Popen[bytes], check: object) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_SECONDS
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise StartError(
+                    f"{name} exited with {process.returncode}; see {self.home}/logs/{name}.log"
+                )
+            try:
+                if check():  # type: ignore[operator]
+                    return
+            except Exception:  # not up yet
+                pass
+            time.sleep(0.1)
+        raise StartError(f"{name} did not become healthy; see {self.home}/logs/{name}.log")
+
+    @staticmethod
+    def _grpc_serving(address: str) -> bool:
+        with grpc.insecure_channel(address) as channel:
+            answer = health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(), timeout=1
+            )
+        return bool(answer.status == health_pb2.HealthCheckResponse.SERVING)
+
+    @staticmethod
+    def _etcd_serving(address: str) -> bool:
+        with grpc.insecure_channel(address) as channel:
+            rpc_pb2_grpc.MaintenanceStub(channel).Status(rpc_pb2.StatusRequest(), timeout=1)
+        return True
+
+    def _gateway_ready(self, url: str) -> bool:
+        context = ssl.create_default_context(cafile=str(self.ca_file))
+        with urllib.request.urlopen(f"{url}/readyz", context=context, timeout=2) as response:
+            return bool(response.status == 200)
+
+    def _etcd_ports(self) -> tuple[int, int]:
+        saved = self.home / "ports.json"
+        if saved.exists():
+            ports = json.loads(saved.read_text())
+            client, peer = int(ports["etcd_client"]), int(ports["etcd_peer"])
+            if _port_free(client) and _port_free(peer):
+                return client, peer
+        client, peer = free_port(), free_port()
+        saved.write_text(json.dumps({"etcd_client": client, "etcd_peer": peer}))
+        return client, peer
+
+    def start(self) -> Endpoints:
+        self.home.mkdir(parents=True, exist_ok=True)
+        try:
+            return self._start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self) -> Endpoints:
+        etcd = self._etcd_binary or find_etcd(REPO_ROOT / ".tools")
+        client, peer = self._etcd_ports()
+        etcd_addr = f"127.0.0.1:{client}"
+        peer_url = f"http://127.0.0.1:{peer}"
+        process = self._spawn(
+            "etcd",
+            [
+                str(etcd),
+                "--name=strata",
+                f"--data-dir={self.home / 'etcd'}",
+                f"--listen-client-urls=http://{etcd_addr}",
+                f"--advertise-client-urls=http://{etcd_addr}",
+                f"--listen-peer-urls={peer_url}",
+                f"--initial-advertise-peer-urls={peer_url}",
+                f"--initial-cluster=strata={peer_url}",
+                "--listen-metrics-urls=",
+                "--log-level=warn",
+            ],
+        )
+        self._wait("etcd", process, lambda: self._etcd_serving(etcd_addr))
+
+        storage = f"127.0.0.1:{free_port()}"
+        process = self._service("storage", f"--listen={storage}", f"--etcd={etcd_addr}")
+        self._wait("storage", process, lambda: self._grpc_serving(storage))
+
+        cacher = f"127.0.0.1:{free_port()}"
+        process = self._service("cacher", f"--listen={cacher}", f"--storage={storage}")
+        self._wait("cacher", process, lambda: self._grpc_serving(cacher))
+
+        registry = f"127.0.0.1:{free_port()}"
+        process = self._service("registry", f"--listen={registry}", f"--storage={cacher}")
+        self._wait("registry", process, lambda: self._grpc_serving(registry))
+
+        port = self.gateway_port or free_port()
+        url = f"https://127.0.0.1:{port}"
+        process = self._service(
+            "gateway",
+            f"--listen=127.0.0.1:{port}",
+            f"--registry={registry}",
+            f"--home={self.home}",
+        )
+        self._wait("gateway", process, lambda: self._gateway_ready(url))
+
+        self.endpoints = Endpoints(
+            gateway=url, etcd=f"http://{etcd_addr}", storage=storage, cacher=cacher,
+            registry=registry,
+        )  # fmt: skip
+        (self.home / "endpoints.json").write_text(json.dumps(asdict(self.endpoints), indent=2))
+        self._write_kubeconfig(url)
+        return self.endpoints
+
+    def _write_kubeconfig(self, url: str) -> None:
+        ca = base64.b64encode(self.ca_file.read_bytes()).decode()
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {"name": "strata", "cluster": {"server": url, "certificate-authority-data": ca}}
+            ],
+            "users": [{"name": "admin", "user": {"token": self.admin_token}}],
+            "contexts": [
+                {
+                    "name": "strata",
+                    "context": {"cluster": "strata", "user": "admin", "namespace": "default"},
+                }
+            ],
+            "current-context": "strata",
+        }
+        fd = os.open(self.kubeconfig, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(config, f, indent=2)  # JSON is YAML; kubectl reads it as is
+
+    def failed(self) -> str | None:
+        """The name of a child that has exited, if any."""
+        for name, process in self._processes:
+            if process.poll() is not None:
+                return name
+        return None
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """SIGTERM every child, newest first; SIGKILL what has not exited in time."""
+        for _, process in reversed(self._processes):
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+                try:
+                    process.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+        self._processes.clear()

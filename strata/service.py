@@ -1,0 +1,77 @@
+"""What every strata gRPC service does the same way: flags that also read
+environment variables, a traced grpc.aio server with the standard health
+service, traced channels to other services, and a clean stop on SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+from collections.abc import Awaitable, Callable
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+from strata import telemetry
+
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+_CHANNEL_OPTIONS = [
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+]
+
+
+def flag(parser: argparse.ArgumentParser, name: str, env: str, default: str, help: str) -> None:
+    """A --name flag whose default comes from the environment variable env."""
+    parser.add_argument(
+        f"--{name}", default=os.environ.get(env, default), help=f"{help} (env {env})"
+    )
+
+
+def connect(address: str) -> grpc.aio.Channel:
+    """A channel to another strata service, carrying trace context."""
+    return grpc.aio.insecure_channel(
+        address, options=_CHANNEL_OPTIONS, interceptors=telemetry.client_interceptors()
+    )
+
+
+async def wait_for_signal() -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+
+
+async def serve(
+    *,
+    service_name: str,
+    listen: str,
+    register: Callable[[grpc.aio.Server], Awaitable[None]],
+    on_stop: Callable[[], Awaitable[None]] | None = None,
+) -> None:
+    """Run a gRPC server until SIGTERM/SIGINT.
+
+    register adds the service's servicers; health reports SERVING once it returns.
+    """
+    log = telemetry.get_logger(service_name)
+    server = grpc.aio.server(interceptors=telemetry.server_interceptors(), options=_CHANNEL_OPTIONS)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    port = server.add_insecure_port(listen)
+    if port == 0:
+        raise SystemExit(f"{service_name}: cannot listen on {listen}")
+    await register(server)
+    await server.start()
+    await health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
+    log.info("serving", listen=listen, port=port)
+    try:
+        await wait_for_signal()
+    finally:
+        log.info("stopping")
+        await health_servicer.enter_graceful_shutdown()
+        await server.stop(grace=2)
+        if on_stop is not None:
+            await on_stop()
+        telemetry.shutdown()

@@ -1,0 +1,23 @@
+"""OpenTelemetry and structlog setup shared by every strata service.
+
+One call, `setup("strata-gateway")`, gives a service its tracer provider
+(service.name set, parent-based ratio sampling, OTLP export when
+OTEL_EXPORTER_OTLP_ENDPOINT is set, standard OTEL_* variables honoured) and
+JSON logs carrying the current trace_id/span_id on every line. The gRPC
+interceptors here go on channels between strata services only; the etcd
+channel gets one manual span per call instead (see strata.etcd), because
+instrumenting it halved throughput in a measurement.
+"""
+
+from strata.telemetry._grpc import client_interceptors, server_interceptors
+from strata.telemetry._logging import get_logger
+from strata.telemetry._setup import setup, shutdown, tracer
+
+__all__ = [
+    "client_interceptors",
+    "get_logger",
+    "server_interceptors",
+    "setup",
+    "shutdown",
+    "tracer",
+]
