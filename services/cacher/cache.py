@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 
 from strata import telemetry
@@ -76,6 +76,7 @@ class WatchCache:
         self._capacity = capacity
         self.revision = 0
         self._oldest = 0  # watches from this revision on can be replayed
+        self._evicted = False  # whether the window has dropped an event since the last list
         self._watchers: set[_Watcher] = set()
         self._synced = asyncio.Event()
         self._progress = asyncio.Condition()
@@ -130,6 +131,7 @@ class WatchCache:
         self._objects = {obj.key: obj for obj in result.items}
         self._events.clear()
         self.revision = self._oldest = result.resource_version
+        self._evicted = False
         self._synced.set()
 
     async def _apply(self, event: Event) -> None:
@@ -140,6 +142,7 @@ class WatchCache:
             self._objects[obj.key] = obj
         if len(self._events) >= self._capacity:
             self._oldest = self._events.popleft().resource_version
+            self._evicted = True
         self._events.append(event)
         self.revision = event.resource_version
         for watcher in list(self._watchers):
@@ -147,6 +150,14 @@ class WatchCache:
                 self._watchers.discard(watcher)
         async with self._progress:
             self._progress.notify_all()
+
+    def predates_window(self, since: int) -> bool:
+        """True when a watch from since starts before anything this cache ever held.
+
+        Such a watch is older than the cache, not than its window: storage may still
+        have that history, so it is better asked than answered with 410.
+        """
+        return 0 < since < self._oldest and not self._evicted
 
     # --- reads -------------------------------------------------------------------
 
@@ -160,7 +171,9 @@ class WatchCache:
         items = [obj for key, obj in sorted(self._objects.items()) if key.startswith(prefix)]
         return ListResult(items=items, resource_version=self.revision)
 
-    async def _wait_for(self, revision: int) -> None:
+    async def wait_for_revision(self, revision: int) -> None:
+        """Return once the cache has reached revision; 504-style error after a while."""
+
         async def reached() -> None:
             async with self._progress:
                 await self._progress.wait_for(lambda: self.revision >= revision)
@@ -172,10 +185,10 @@ class WatchCache:
                 self.root, f"Too large resource version: {revision}, current: {self.revision}"
             ) from None
 
-    async def watch(self, key: str, since: int, recursive: bool) -> AsyncIterator[Event]:
+    async def watch(self, key: str, since: int, recursive: bool) -> AsyncGenerator[Event, None]:
         await self.wait_synced()
         if since > self.revision:
-            await self._wait_for(since)
+            await self.wait_for_revision(since)
         watcher = _Watcher(key=key, recursive=recursive)
         # From here to registering the watcher nothing awaits, so no event is
         # missed or seen twice between the replay and the live stream.

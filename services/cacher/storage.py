@@ -3,7 +3,7 @@ and the reads the cache cannot answer delegated to the storage service."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 from services.cacher.cache import WatchCache
 from services.cacher.decision import Op, cache_root, served_from_cache
@@ -74,10 +74,16 @@ class CachedStorage:
 
     async def watch(
         self, key: str, opts: WatchOptions = WatchOptions()
-    ) -> AsyncIterator[storage_pb2.WatchEvent]:
+    ) -> AsyncGenerator[storage_pb2.WatchEvent, None]:
         try:
             since = parse_resource_version(opts.resource_version)
         except ValueError as e:
             raise InvalidObject(key, str(e)) from None
-        async for event in self._cache(key).watch(key, since, opts.recursive):
+        cache = self._cache(key)
+        await cache.wait_synced()
+        if cache.predates_window(since):
+            async for event in self._upstream.watch(key, opts):
+                yield event
+            return
+        async for event in cache.watch(key, since, opts.recursive):
             yield event

@@ -35,7 +35,7 @@ async def _run(args: argparse.Namespace) -> None:
     tls.load_cert_chain(cert, key)
     channel = service.connect(args.registry)
     app = build_app(registry_channel=channel, admin_token=token, server_address=args.listen)
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=5)
     await runner.setup()
     site = web.TCPSite(runner, host, int(port), ssl_context=tls)
     await site.start()

@@ -124,6 +124,10 @@ def build_app(
     async def apis(_: web.Request) -> web.Response:
         return json_response(orjson.dumps(await catalog.api_group_list()))
 
+    async def close_watches(_: web.Application) -> None:
+        await resources.close_watches()
+
+    app.on_shutdown.append(close_watches)
     app.router.add_get("/healthz", ok)
     app.router.add_get("/livez", ok)
     app.router.add_get("/readyz", ready)

@@ -43,6 +43,14 @@ class ResourceHandlers:
     def __init__(self, registry: registry_pb2_grpc.RegistryAsyncStub, catalog: Catalog) -> None:
         self._registry = registry
         self._catalog = catalog
+        self._watches: set[grpc.aio.UnaryStreamCall[Any, Any]] = set()
+        self._closing = False
+
+    async def close_watches(self) -> None:
+        """End every open watch (on shutdown); clients reconnect and resume."""
+        self._closing = True
+        for call in list(self._watches):
+            call.cancel()
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         info = paths.parse(request.path)
@@ -88,14 +96,18 @@ class ResourceHandlers:
             self._require(api, "create", info)
             if api.namespaced and not info.namespace:
                 raise errors.path_not_found()
-            body = await negotiation.body_as_json(request.content_type, await request.read())
+            body = await negotiation.body_as_json(
+                request.headers.get("Content-Type", ""), await request.read()
+            )
             created = await self._registry.Create(
                 registry_pb2.CreateRequest(resource=ref, body=body)
             )
             return json_response(created.object, 201)
         if method == "PUT" and info.name:
             self._require(api, "update", info)
-            body = await negotiation.body_as_json(request.content_type, await request.read())
+            body = await negotiation.body_as_json(
+                request.headers.get("Content-Type", ""), await request.read()
+            )
             updated = await self._registry.Update(
                 registry_pb2.UpdateRequest(resource=ref, name=info.name, body=body)
             )
@@ -173,6 +185,7 @@ class ResourceHandlers:
         call = self._registry.Watch(
             registry_pb2.WatchRequest(resource=ref, options=self._list_options(request))
         )
+        self._watches.add(call)
         response = web.StreamResponse(status=200, headers={"Content-Type": JSON})
         response.enable_chunked_encoding()
         started = False
@@ -187,12 +200,17 @@ class ResourceHandlers:
                     )
         except TimeoutError:
             pass
+        except asyncio.CancelledError:
+            if not self._closing:
+                raise
+            # close_watches cancelled the stream: end the response cleanly.
         except grpc.aio.AioRpcError as e:
             if not started:
                 raise status_from_rpc_error(e) from None
             error = status_from_rpc_error(e)
             await response.write(b'{"type":"ERROR","object":' + error.to_json() + b"}\n")
         finally:
+            self._watches.discard(call)
             call.cancel()
         if not started:
             await response.prepare(request)
@@ -206,7 +224,7 @@ class ResourceHandlers:
         if request.can_read_body:
             raw = await request.read()
             if raw.strip():
-                body = await negotiation.body_as_json(request.content_type, raw)
+                body = await negotiation.body_as_json(request.headers.get("Content-Type", ""), raw)
                 try:
                     options = orjson.loads(body)
                 except orjson.JSONDecodeError as e:

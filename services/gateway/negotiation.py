@@ -30,7 +30,7 @@ def wants_table(accept: str) -> bool:
 
 async def body_as_json(content_type: str, body: bytes) -> bytes:
     """The request body as JSON bytes; YAML and Kubernetes protobuf are converted,
-    anything else is 415."""
+    anything else is 415. No Content-Type at all means JSON, as in kube-apiserver."""
     media = content_type.split(";")[0].strip().lower()
     if media in ("application/json", ""):
         return body

@@ -95,18 +95,17 @@ def decode_body(body: bytes, resource: Resource) -> Obj:
         raise errors.bad_request(f"the object provided is not valid JSON: {e}") from None
     if not isinstance(obj, dict):
         raise errors.bad_request("the object provided is not a JSON object")
-    kind, api_version = obj.get("kind"), obj.get("apiVersion")
-    if not kind or not api_version:
-        missing = "kind" if not kind else "apiVersion"
-        raise errors.bad_request(
-            f"Object '{missing}' is missing in '{body[:200].decode(errors='replace')}'"
-        )
-    if kind != resource.kind or api_version != resource.api_version:
+    # Like kube's decoder, a body without kind or apiVersion takes the endpoint's.
+    kind = obj.setdefault("kind", resource.kind)
+    api_version = obj.setdefault("apiVersion", resource.api_version)
+    if api_version != resource.api_version:
         raise errors.bad_request(
             f"the API version in the data ({api_version}) does not match the expected API "
             f"version ({resource.api_version})"
-            if api_version != resource.api_version
-            else f"the kind in the data ({kind}) does not match the expected kind ({resource.kind})"
+        )
+    if kind != resource.kind:
+        raise errors.bad_request(
+            f"the kind in the data ({kind}) does not match the expected kind ({resource.kind})"
         )
     metadata = obj.setdefault("metadata", {})
     if not isinstance(metadata, dict):
@@ -313,8 +312,10 @@ class Store:
             else:
                 new_meta.pop("namespace", None)
             old_meta = old.get("metadata", {})
-            for field in ("uid", "creationTimestamp"):
-                new_meta.setdefault(field, old_meta.get(field))
+            # kube's BeforeUpdate: the creation time is the server's, whatever was sent;
+            # a uid left out is the old one, a different one is refused below.
+            new_meta["creationTimestamp"] = old_meta.get("creationTimestamp")
+            new_meta.setdefault("uid", old_meta.get("uid"))
             self._strategy.prepare_for_update(new, old)
             causes = self._strategy.validate_update(new, old)
             if causes:

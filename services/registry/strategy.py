@@ -71,7 +71,7 @@ def validate_object_meta(obj: Obj, *, namespaced: bool, name_is_label: bool) -> 
 def validate_object_meta_update(obj: Obj, old: Obj) -> list[Cause]:
     meta, old_meta = obj.get("metadata") or {}, old.get("metadata") or {}
     causes = []
-    for field in ("name", "namespace", "uid", "creationTimestamp"):
+    for field in ("name", "namespace", "uid"):
         if meta.get(field) != old_meta.get(field):
             causes.append(immutable(f"metadata.{field}", meta.get(field)))
     return causes

@@ -8,7 +8,7 @@ read, a delete's the revision of the delete.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 import grpc
 
@@ -211,7 +211,7 @@ class EtcdStorage:
 
     async def watch(
         self, key: str, opts: WatchOptions = WatchOptions()
-    ) -> AsyncIterator[storage_pb2.WatchEvent]:
+    ) -> AsyncGenerator[storage_pb2.WatchEvent, None]:
         start = self._etcd_key(key)
         end = prefix_end(start) if opts.recursive else b""
         since = _revision(key, opts.resource_version)

@@ -26,7 +26,8 @@ class Cause:
         return {"reason": self.reason, "message": self.message, "field": self.field}
 
 
-@dataclass(frozen=True, kw_only=True)
+# Not frozen: Python sets __traceback__ and friends on exceptions as they propagate.
+@dataclass(kw_only=True, eq=False)
 class StatusError(Exception):
     """A refusal that becomes a `Status` object with an HTTP code."""
 

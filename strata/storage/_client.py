@@ -3,7 +3,7 @@ channel, which may lead to the storage service or to the cacher."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 import grpc
 
@@ -73,7 +73,7 @@ class GrpcStorage:
 
     async def watch(
         self, key: str, opts: WatchOptions = WatchOptions()
-    ) -> AsyncIterator[storage_pb2.WatchEvent]:
+    ) -> AsyncGenerator[storage_pb2.WatchEvent, None]:
         call = self._stub.Watch(
             storage_pb2.WatchRequest(
                 key=key, recursive=opts.recursive, resource_version=opts.resource_version

@@ -8,7 +8,7 @@ values, and keeping them avoids a copy at every hop.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -74,7 +74,7 @@ class Storage(Protocol):
 
     def watch(
         self, key: str, opts: WatchOptions = WatchOptions()
-    ) -> AsyncIterator[storage_pb2.WatchEvent]:
+    ) -> AsyncGenerator[storage_pb2.WatchEvent, None]:
         """Every change after opts.resource_version, in order, exactly once."""
         ...
 

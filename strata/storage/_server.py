@@ -4,7 +4,7 @@ wire adapter and differ only in what they plug into it."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 import grpc
 
@@ -90,7 +90,7 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
 
     async def Watch(
         self, request: storage_pb2.WatchRequest, context: Context
-    ) -> AsyncIterator[storage_pb2.WatchEvent]:
+    ) -> AsyncGenerator[storage_pb2.WatchEvent, None]:
         options = WatchOptions(
             resource_version=request.resource_version, recursive=request.recursive
         )

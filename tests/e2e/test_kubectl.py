@@ -1,0 +1,176 @@
+"""The issue's kubectl session, run with the installed kubectl against a
+`make run`-style system, each result checked."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from strata.dev import System
+
+
+def kubectl(system: System, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "KUBECONFIG": str(system.kubeconfig)}
+    result = subprocess.run(
+        ["kubectl", *args], capture_output=True, text=True, env=env, timeout=60, check=False
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"kubectl {' '.join(args)} failed: {result.stderr}")
+    return result
+
+
+class JsonStream:
+    """Reads the concatenated JSON documents a kubectl watch prints."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self._buffer = ""
+        self._lock = threading.Lock()
+        self._process = process
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        assert self._process.stdout is not None
+        for line in self._process.stdout:
+            with self._lock:
+                self._buffer += line
+
+    def documents(self) -> list[dict[str, Any]]:
+        with self._lock:
+            text = self._buffer
+        decoder, index = json.JSONDecoder(), 0
+        documents: list[dict[str, Any]] = []
+        while True:
+            while index < len(text) and text[index].isspace():
+                index += 1
+            if index >= len(text):
+                return documents
+            try:
+                document, index = decoder.raw_decode(text, index)
+            except json.JSONDecodeError:
+                return documents  # the rest is still arriving
+            documents.append(document)
+
+    def wait_for(self, count: int, timeout: float = 20) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            documents = self.documents()
+            if len(documents) >= count:
+                return documents
+            time.sleep(0.1)
+        raise AssertionError(f"expected {count} watch events, got {self.documents()}")
+
+
+@contextmanager
+def kubectl_watch(system: System, *args: str) -> Iterator[subprocess.Popen[str]]:
+    """A long-running kubectl, stopped (and its pipes closed) on the way out."""
+    env = {**os.environ, "KUBECONFIG": str(system.kubeconfig)}
+    with subprocess.Popen(
+        ["kubectl", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    ) as process:
+        try:
+            yield process
+        finally:
+            process.terminate()
+            process.wait(10)
+
+
+@pytest.fixture(scope="module")
+def demo(system: System) -> str:
+    kubectl(system, "create", "namespace", "demo")
+    return "demo"
+
+
+def test_create_namespace_and_list_it(system: System, demo: str) -> None:
+    out = kubectl(system, "get", "namespaces").stdout.splitlines()
+    assert out[0].split() == ["NAME", "STATUS", "AGE"]
+    rows = {line.split()[0]: line.split()[1] for line in out[1:]}
+    assert rows[demo] == "Active"
+    assert {"default", "kube-system", "kube-public", "kube-node-lease"} <= rows.keys()
+
+
+def test_configmap_lifecycle_with_watch(system: System, demo: str) -> None:
+    env = {**os.environ, "KUBECONFIG": str(system.kubeconfig)}
+    watch_args = ("-n", demo, "get", "configmaps", "-w", "--output-watch-events", "-o", "json")
+    with kubectl_watch(system, *watch_args) as watch:
+        stream = JsonStream(watch)
+        # The list before the watch starts: an empty namespace prints nothing,
+        # so give the watch a moment to be established before writing.
+        time.sleep(1.5)
+        created = kubectl(system, "-n", demo, "create", "configmap", "a", "--from-literal=k=v")
+        assert created.stdout.strip() == "configmap/a created"
+
+        table = kubectl(system, "-n", demo, "get", "configmaps").stdout.splitlines()
+        assert table[0].split() == ["NAME", "DATA", "AGE"]
+        assert table[1].split()[:2] == ["a", "1"]
+
+        obj = json.loads(kubectl(system, "-n", demo, "get", "configmap", "a", "-o", "json").stdout)
+        assert obj["data"] == {"k": "v"}
+        assert obj["metadata"]["namespace"] == demo
+        assert obj["metadata"]["uid"]
+        as_yaml = kubectl(system, "-n", demo, "get", "configmap", "a", "-o", "yaml").stdout
+        assert "kind: ConfigMap" in as_yaml and "k: v" in as_yaml
+
+        obj["data"]["k"] = "changed"
+        replaced = subprocess.run(
+            ["kubectl", "-n", demo, "replace", "--validate=false", "-f", "-"],
+            input=json.dumps(obj),
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            check=True,
+        )
+        assert replaced.stdout.strip() == "configmap/a replaced"
+
+        deleted = kubectl(system, "-n", demo, "delete", "configmap", "a")
+        assert deleted.stdout.strip() == 'configmap "a" deleted'
+
+        events = stream.wait_for(3)
+        assert [(e["type"], e["object"]["metadata"]["name"]) for e in events[:3]] == [
+            ("ADDED", "a"),
+            ("MODIFIED", "a"),
+            ("DELETED", "a"),
+        ]
+        assert events[1]["object"]["data"] == {"k": "changed"}
+        versions = [int(e["object"]["metadata"]["resourceVersion"]) for e in events[:3]]
+        assert versions == sorted(versions) and len(set(versions)) == 3
+
+    gone = kubectl(system, "-n", demo, "get", "configmap", "a", check=False)
+    assert gone.returncode != 0
+    assert 'configmaps "a" not found' in gone.stderr
+
+
+def test_table_watch_prints_rows(system: System, demo: str) -> None:
+    kubectl(system, "-n", demo, "create", "configmap", "before", "--from-literal=x=1")
+    with kubectl_watch(system, "-n", demo, "get", "configmaps", "-w") as watch:
+        time.sleep(1.5)
+        kubectl(
+            system,
+            "-n",
+            demo,
+            "create",
+            "configmap",
+            "after",
+            "--from-literal=x=1",
+            "--from-literal=y=2",
+        )
+        deadline, lines = time.monotonic() + 20, list[str]()
+        assert watch.stdout is not None
+        while time.monotonic() < deadline and len(lines) < 3:
+            lines.append(watch.stdout.readline())
+        assert lines[0].split() == ["NAME", "DATA", "AGE"]
+        names = {line.split()[0]: line.split()[1] for line in lines[1:]}
+        assert names == {"before": "1", "after": "2"}

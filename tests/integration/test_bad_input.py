@@ -1,0 +1,242 @@
+"""Bad input gets the Kubernetes Status kube-apiserver would send, and leaves
+etcd exactly as it was (the etcd revision does not move)."""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import orjson
+import pytest
+
+from strata.dev import System
+from strata.etcd import Etcd
+
+
+@pytest.fixture(scope="module")
+async def etcd(system: System) -> AsyncIterator[Etcd]:
+    assert system.endpoints is not None
+    client = Etcd(system.endpoints.etcd.removeprefix("http://"))
+    yield client
+    await client.close()
+
+
+async def revision(etcd: Etcd) -> int:
+    return (await etcd.range(b"/", count_only=True)).header.revision
+
+
+def configmap(name: str, **extra: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, **extra}
+
+
+async def refused(
+    http: aiohttp.ClientSession, etcd: Etcd, method: str, path: str, **kwargs: Any
+) -> dict[str, Any]:
+    before = await revision(etcd)
+    async with http.request(method, path, **kwargs) as response:
+        body: dict[str, Any] = orjson.loads(await response.read())
+        assert response.content_type == "application/json"
+        assert body["code"] == response.status
+    assert await revision(etcd) == before, "a refused request changed etcd"
+    assert body["kind"] == "Status" and body["apiVersion"] == "v1"
+    assert body["status"] == "Failure"
+    return body
+
+
+@pytest.mark.parametrize(
+    ("name", "field_message"),
+    [
+        ("Bad_Name", "a lowercase RFC 1123 subdomain must consist of"),
+        ("-leading-dash", "a lowercase RFC 1123 subdomain must consist of"),
+        ("x" * 254, "must be no more than 253 characters"),
+    ],
+)
+async def test_invalid_configmap_name_is_422(
+    http: aiohttp.ClientSession, etcd: Etcd, name: str, field_message: str
+) -> None:
+    body = await refused(
+        http, etcd, "POST", "/api/v1/namespaces/default/configmaps", json=configmap(name)
+    )
+    assert body["code"] == 422
+    assert body["reason"] == "Invalid"
+    assert body["message"].startswith(f'ConfigMap "{name}" is invalid: metadata.name: ')
+    causes = body["details"]["causes"]
+    assert causes[0]["field"] == "metadata.name"
+    assert causes[0]["reason"] == "FieldValueInvalid"
+    assert field_message in causes[0]["message"]
+    assert body["details"]["kind"] == "ConfigMap" and body["details"]["name"] == name
+
+
+async def test_invalid_namespace_name_is_422(http: aiohttp.ClientSession, etcd: Etcd) -> None:
+    body = await refused(
+        http,
+        etcd,
+        "POST",
+        "/api/v1/namespaces",
+        json={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "has.dot"}},
+    )
+    assert body["code"] == 422 and body["reason"] == "Invalid"
+    assert "a lowercase RFC 1123 label must consist of" in body["message"]
+
+
+async def test_missing_name_is_422_required(http: aiohttp.ClientSession, etcd: Etcd) -> None:
+    body = await refused(
+        http,
+        etcd,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        json={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}},
+    )
+    assert body["code"] == 422
+    assert body["details"]["causes"][0] == {
+        "reason": "FieldValueRequired",
+        "message": "Required value: name or generateName is required",
+        "field": "metadata.name",
+    }
+
+
+async def test_missing_namespace_is_404(http: aiohttp.ClientSession, etcd: Etcd) -> None:
+    body = await refused(
+        http, etcd, "POST", "/api/v1/namespaces/nowhere/configmaps", json=configmap("x")
+    )
+    assert body["code"] == 404 and body["reason"] == "NotFound"
+    assert body["message"] == 'namespaces "nowhere" not found'
+    assert body["details"] == {"name": "nowhere", "kind": "namespaces"}
+
+
+async def test_duplicate_create_is_409(http: aiohttp.ClientSession, etcd: Etcd) -> None:
+    async with http.post(
+        "/api/v1/namespaces/default/configmaps", json=configmap("dup", data={"a": "1"})
+    ) as response:
+        assert response.status == 201
+        first = orjson.loads(await response.read())
+    body = await refused(
+        http,
+        etcd,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        json=configmap("dup", data={"a": "2"}),
+    )
+    assert body["code"] == 409 and body["reason"] == "AlreadyExists"
+    assert body["message"] == 'configmaps "dup" already exists'
+    async with http.get("/api/v1/namespaces/default/configmaps/dup") as response:
+        stored = orjson.loads(await response.read())
+    assert stored["data"] == {"a": "1"}
+    assert stored["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"{not json",
+        b"[1, 2]",
+        b'{"apiVersion": "v2", "kind": "ConfigMap", "metadata": {"name": "wrongversion"}}',
+        b'{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "wrongkind"}}',
+        b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"k": 1}}',
+    ],
+)
+async def test_malformed_body_is_400(
+    http: aiohttp.ClientSession, etcd: Etcd, payload: bytes
+) -> None:
+    body = await refused(
+        http,
+        etcd,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        data=payload,
+        headers={"Content-Type": "application/json"},
+    )
+    assert body["code"] == 400 and body["reason"] == "BadRequest"
+
+
+async def test_namespace_mismatch_is_400(http: aiohttp.ClientSession, etcd: Etcd) -> None:
+    obj = configmap("x")
+    obj["metadata"]["namespace"] = "kube-system"
+    body = await refused(http, etcd, "POST", "/api/v1/namespaces/default/configmaps", json=obj)
+    assert body["code"] == 400
+    assert body["message"] == (
+        "the namespace of the provided object does not match the namespace sent on the request"
+    )
+
+
+async def test_unsupported_media_type_is_415(http: aiohttp.ClientSession, etcd: Etcd) -> None:
+    body = await refused(
+        http,
+        etcd,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        data=b"name=x",
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+    )
+    assert body["code"] == 415 and body["reason"] == "UnsupportedMediaType"
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/api/v1/foos"),
+        ("POST", "/api/v1/namespaces/default/foos"),
+        ("GET", "/apis/example.com/v1/widgets"),
+        ("GET", "/api/v2"),
+        ("GET", "/api/v1/namespaces/default/configmaps/a/b"),
+        ("GET", "/nothing/here"),
+    ],
+)
+async def test_unknown_resource_is_404(
+    http: aiohttp.ClientSession, etcd: Etcd, method: str, path: str
+) -> None:
+    body = await refused(http, etcd, method, path, json=configmap("x"))
+    assert body["code"] == 404 and body["reason"] == "NotFound"
+    assert body["message"] == "the server could not find the requested resource"
+
+
+async def test_missing_object_is_404(http: aiohttp.ClientSession, etcd: Etcd) -> None:
+    for method in ("GET", "DELETE"):
+        body = await refused(http, etcd, method, "/api/v1/namespaces/default/configmaps/absent")
+        assert body["code"] == 404
+        assert body["message"] == 'configmaps "absent" not found'
+        assert body["details"] == {"name": "absent", "kind": "configmaps"}
+
+
+async def test_bad_selector_is_400(http: aiohttp.ClientSession, etcd: Etcd) -> None:
+    body = await refused(
+        http, etcd, "GET", "/api/v1/configmaps", params={"fieldSelector": "spec.foo=bar"}
+    )
+    assert body["code"] == 400 and body["message"] == "field label not supported: spec.foo"
+
+
+async def test_stale_update_is_409_conflict(http: aiohttp.ClientSession, etcd: Etcd) -> None:
+    async with http.post(
+        "/api/v1/namespaces/default/configmaps", json=configmap("cas", data={"v": "1"})
+    ) as response:
+        created = orjson.loads(await response.read())
+    fresh = dict(created, data={"v": "2"})
+    async with http.put("/api/v1/namespaces/default/configmaps/cas", json=fresh) as response:
+        assert response.status == 200
+    stale = dict(created, data={"v": "3"})
+    body = await refused(http, etcd, "PUT", "/api/v1/namespaces/default/configmaps/cas", json=stale)
+    assert body["code"] == 409 and body["reason"] == "Conflict"
+    assert body["message"] == (
+        'Operation cannot be fulfilled on configmaps "cas": the object has been modified; '
+        "please apply your changes to the latest version and try again"
+    )
+
+
+async def test_no_token_is_401(system: System, etcd: Etcd) -> None:
+    assert system.endpoints is not None
+    context = ssl.create_default_context(cafile=str(system.ca_file))
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context)) as anonymous:
+        for headers in ({}, {"Authorization": "Bearer wrong"}):
+            body = await refused(
+                anonymous,
+                etcd,
+                "POST",
+                f"{system.endpoints.gateway}/api/v1/namespaces/default/configmaps",
+                json=configmap("anon"),
+                headers=headers,
+            )
+            assert body["code"] == 401 and body["reason"] == "Unauthorized"
+        async with anonymous.get(f"{system.endpoints.gateway}/healthz") as response:
+            assert response.status == 200 and await response.text() == "ok"

@@ -1,0 +1,43 @@
+"""The cacher's routing: which reads the cache answers, and which cache a key uses."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.cacher.decision import Op, cache_root, served_from_cache
+
+
+@pytest.mark.parametrize(
+    ("op", "rv", "cached"),
+    [
+        (Op.WATCH, "", True),
+        (Op.WATCH, "0", True),
+        (Op.WATCH, "17", True),
+        (Op.GET, "0", True),
+        (Op.LIST, "0", True),
+        (Op.GET, "", False),
+        (Op.LIST, "", False),
+        (Op.LIST, "17", False),
+    ],
+)
+def test_served_from_cache(op: Op, rv: str, cached: bool) -> None:
+    assert served_from_cache(op, rv) is cached
+
+
+@pytest.mark.parametrize(
+    ("key", "root"),
+    [
+        ("/configmaps/demo/a", "/configmaps/"),
+        ("/configmaps/", "/configmaps/"),
+        ("/namespaces/demo", "/namespaces/"),
+        ("/example.com/widgets/ns/w", "/example.com/widgets/"),
+        ("/example.com/widgets/", "/example.com/widgets/"),
+    ],
+)
+def test_cache_root(key: str, root: str) -> None:
+    assert cache_root(key) == root
+
+
+def test_cache_root_needs_a_resource() -> None:
+    with pytest.raises(ValueError):
+        cache_root("/")

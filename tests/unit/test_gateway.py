@@ -1,0 +1,126 @@
+"""Gateway pieces that need no server: path parsing, negotiation, protobuf bodies."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from services.gateway import kubeproto, negotiation, paths
+from strata.api.errors import StatusError
+from strata.proto.k8s import core_v1_pb2, meta_v1_pb2, runtime_pb2
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("/api/v1", paths.RequestInfo(group="", version="v1")),
+        ("/api/v1/namespaces", paths.RequestInfo(group="", version="v1", resource="namespaces")),
+        (
+            "/api/v1/namespaces/demo",
+            paths.RequestInfo(group="", version="v1", resource="namespaces", name="demo"),
+        ),
+        (
+            "/api/v1/namespaces/demo/status",
+            paths.RequestInfo(
+                group="", version="v1", resource="namespaces", name="demo", subresource="status"
+            ),
+        ),
+        (
+            "/api/v1/namespaces/demo/configmaps/a",
+            paths.RequestInfo(
+                group="", version="v1", resource="configmaps", namespace="demo", name="a"
+            ),
+        ),
+        (
+            "/apis/apps/v1/watch/namespaces/x/deployments",
+            paths.RequestInfo(
+                group="apps",
+                version="v1",
+                resource="deployments",
+                namespace="x",
+                watch_path=True,
+            ),
+        ),
+        ("/api", None),
+        ("/apis/apps", None),
+        ("/healthz", None),
+        ("/api/v1/a/b/c/d", None),
+    ],
+)
+def test_request_info(path: str, expected: paths.RequestInfo | None) -> None:
+    assert paths.parse(path) == expected
+
+
+KUBECTL_TABLE_ACCEPT = (
+    "application/json;as=Table;v=v1;g=meta.k8s.io,"
+    "application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
+)
+
+
+@pytest.mark.parametrize(
+    ("accept", "table"),
+    [
+        (KUBECTL_TABLE_ACCEPT, True),
+        ("application/json;as=Table;v=v1beta1;g=meta.k8s.io", True),
+        ("application/json", False),
+        ("application/vnd.kubernetes.protobuf,application/json", False),
+        ("application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io,application/json", False),
+        ("", False),
+    ],
+)  # fmt: skip
+def test_wants_table(accept: str, table: bool) -> None:
+    assert negotiation.wants_table(accept) is table
+
+
+def _envelope(api_version: str, kind: str, raw: bytes) -> bytes:
+    unknown = runtime_pb2.Unknown(
+        typeMeta=runtime_pb2.TypeMeta(apiVersion=api_version, kind=kind), raw=raw
+    )
+    return kubeproto.MAGIC + unknown.SerializeToString()
+
+
+def test_protobuf_configmap_becomes_kubernetes_json() -> None:
+    message = core_v1_pb2.ConfigMap(
+        metadata=meta_v1_pb2.ObjectMeta(
+            name="a",
+            namespace="",  # gogo-protobuf writes empty strings; JSON omits them
+            labels={"app": "web"},
+            creationTimestamp=meta_v1_pb2.Time(seconds=-62135596800),
+        ),
+        data={"k": "v"},
+        binaryData={"b": b"\x00\x01"},
+    )
+    body = _envelope("v1", "ConfigMap", message.SerializeToString())
+    assert orjson.loads(kubeproto.to_json(body)) == {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "a", "labels": {"app": "web"}},
+        "data": {"k": "v"},
+        "binaryData": {"b": "AAE="},
+    }
+
+
+def test_protobuf_times_and_lists() -> None:
+    message = core_v1_pb2.Namespace(
+        metadata=meta_v1_pb2.ObjectMeta(
+            name="n", creationTimestamp=meta_v1_pb2.Time(seconds=1700000000)
+        ),
+        spec=core_v1_pb2.NamespaceSpec(finalizers=["kubernetes"]),
+    )
+    converted = orjson.loads(
+        kubeproto.to_json(_envelope("v1", "Namespace", message.SerializeToString()))
+    )
+    assert converted["metadata"]["creationTimestamp"] == "2023-11-14T22:13:20Z"
+    assert converted["spec"] == {"finalizers": ["kubernetes"]}
+
+
+def test_protobuf_of_unknown_type_is_415_and_garbage_is_400() -> None:
+    with pytest.raises(StatusError) as raised:
+        kubeproto.to_json(_envelope("apps/v1", "Deployment", b""))
+    assert raised.value.code == 415
+    with pytest.raises(StatusError) as raised:
+        kubeproto.to_json(b"not protobuf")
+    assert raised.value.code == 400
+    with pytest.raises(StatusError) as raised:
+        kubeproto.to_json(kubeproto.MAGIC + b"\xff\xff\xff")
+    assert raised.value.code == 400
