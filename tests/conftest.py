@@ -11,7 +11,7 @@ import aiohttp
 import pytest
 
 from strata.dev import System
-from tests.support.otlp import OtlpReceiver
+from strata.dev import OtlpReceiver
 
 
 @pytest.fixture(scope="session")

@@ -6,6 +6,7 @@ writes a kubeconfig; tests and benchmarks use `System` the same way.
 """
 
 from strata.dev._etcd import find_etcd
+from strata.dev._otlp import OtlpReceiver, ReceivedSpan
 from strata.dev._system import Endpoints, System, free_port
 
-__all__ = ["Endpoints", "System", "find_etcd", "free_port"]
+__all__ = ["Endpoints", "OtlpReceiver", "ReceivedSpan", "System", "find_etcd", "free_port"]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from kubernetes import client, config, watch
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 
 from strata.dev import System
 
@@ -70,4 +70,4 @@ def test_errors_arrive_as_status(core: Any) -> None:
             "default", client.V1ConfigMap(metadata=client.V1ObjectMeta(name="Not_Valid"))
         )
     assert raised.value.status == 422
-    assert '"reason":"Invalid"' in raised.value.body.replace(" ", "")
+    assert '"reason":"Invalid"' in (raised.value.body or "").replace(" ", "")

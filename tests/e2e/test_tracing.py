@@ -8,7 +8,7 @@ import secrets
 
 import aiohttp
 
-from tests.support.otlp import OtlpReceiver, ReceivedSpan
+from strata.dev import OtlpReceiver, ReceivedSpan
 
 SERVICES = {"strata-gateway", "strata-registry", "strata-cacher", "strata-storage"}
 

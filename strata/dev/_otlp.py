@@ -1,5 +1,5 @@
-"""An OTLP/gRPC trace receiver the tests start, so spans reach them through the
-services' real export path (the same one an OpenTelemetry collector would see)."""
+"""An OTLP/gRPC trace receiver for tests and benchmarks: spans reach it through
+the services' real export path, the one an OpenTelemetry collector would see."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
-from strata.dev import free_port
+from strata.dev._system import free_port
 
 
 @dataclass(frozen=True)

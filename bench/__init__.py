@@ -1,0 +1,1 @@
+"""Benchmarks: scripts that print numbers and write them to bench/results/."""

@@ -1,0 +1,179 @@
+"""Creates and gets per second through the gateway at 16 concurrent clients,
+next to raw etcd puts and gets from Python, in one run on one machine.
+
+    python bench/e2e_throughput.py [--seconds 5] [--rounds 2] [--concurrency 16]
+
+Starts etcd and the four services as `make run` does (tracing on at the
+default sampling rate, exported over OTLP to a receiver in this process),
+then alternates strata and raw-etcd phases so both see the same machine at
+the same moment. The ratio is strata / raw etcd; results go to
+bench/results/e2e_throughput.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import ssl
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import aiohttp
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from strata.dev import OtlpReceiver, System
+from strata.etcd import Etcd
+
+RESULTS = Path(__file__).resolve().parent / "results"
+# About what a small ConfigMap weighs once stored.
+VALUE = orjson.dumps(
+    {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "x" * 20, "namespace": "bench", "uid": "u" * 36},
+        "data": {"key": "v" * 200},
+    }
+)
+
+Op = Callable[[int, int], Awaitable[None]]
+
+
+async def run_phase(op: Op, concurrency: int, seconds: float) -> tuple[float, int]:
+    """(operations per second, errors) for op driven by concurrency workers."""
+    done = [0] * concurrency
+    errors = [0]
+    deadline = time.monotonic() + seconds
+
+    async def worker(w: int) -> None:
+        i = 0
+        while time.monotonic() < deadline:
+            try:
+                await op(w, i)
+                done[w] += 1
+            except Exception:
+                errors[0] += 1
+            i += 1
+
+    start = time.monotonic()
+    await asyncio.gather(*(worker(w) for w in range(concurrency)))
+    return sum(done) / (time.monotonic() - start), errors[0]
+
+
+async def bench(args: argparse.Namespace, system: System) -> dict[str, object]:
+    assert system.endpoints is not None
+    context = ssl.create_default_context(cafile=str(system.ca_file))
+    etcd = Etcd(system.endpoints.etcd.removeprefix("http://"))
+    session = aiohttp.ClientSession(
+        base_url=system.endpoints.gateway,
+        headers={"Authorization": f"Bearer {system.admin_token}"},
+        connector=aiohttp.TCPConnector(ssl=context, limit=args.concurrency * 2),
+    )
+    async with session.post(
+        "/api/v1/namespaces",
+        json={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}},
+    ) as response:
+        response.raise_for_status()
+    created: dict[int, int] = {}
+
+    def name(w: int, i: int, r: int) -> str:
+        return f"r{r}-w{w}-{i}"
+
+    results: dict[str, list[float]] = {k: [] for k in ("create", "get", "put", "range")}
+    errors: dict[str, int] = dict.fromkeys(results, 0)
+    for r in range(args.rounds):
+
+        async def create(w: int, i: int, r: int = r) -> None:
+            body = {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": name(w, i, r)},
+                "data": {"key": "v" * 200},
+            }
+            async with session.post("/api/v1/namespaces/bench/configmaps", json=body) as resp:
+                if resp.status != 201:
+                    raise RuntimeError(resp.status)
+                await resp.read()
+            created[w] = max(created.get(w, 0), i + 1)
+
+        async def get(w: int, i: int, r: int = r) -> None:
+            target = name(w, i % max(created.get(w, 1), 1), r)
+            async with session.get(f"/api/v1/namespaces/bench/configmaps/{target}") as resp:
+                if resp.status != 200:
+                    raise RuntimeError(resp.status)
+                await resp.read()
+
+        async def put(w: int, i: int, r: int = r) -> None:
+            await etcd.put(f"/bench-raw/{name(w, i, r)}".encode(), VALUE)
+
+        async def get_raw(w: int, i: int, r: int = r) -> None:
+            await etcd.range(f"/bench-raw/{name(w, i % max(created.get(w, 1), 1), r)}".encode())
+
+        created.clear()
+        for label, op in (("create", create), ("put", put), ("get", get), ("range", get_raw)):
+            rate, failed = await run_phase(op, args.concurrency, args.seconds)
+            results[label].append(rate)
+            errors[label] += failed
+            print(f"round {r + 1} {label:>6}: {rate:8.0f}/s  ({failed} errors)", flush=True)
+    await session.close()
+    await etcd.close()
+    medians = {k: statistics.median(v) for k, v in results.items()}
+    return {
+        "benchmark": "e2e_throughput",
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "concurrency": args.concurrency,
+        "seconds_per_phase": args.seconds,
+        "rounds": args.rounds,
+        "per_second": {k: round(v, 1) for k, v in medians.items()},
+        "rounds_per_second": {k: [round(x, 1) for x in v] for k, v in results.items()},
+        "errors": errors,
+        "ratio": {
+            "create_vs_etcd_put": round(medians["create"] / medians["put"], 3),
+            "get_vs_etcd_range": round(medians["get"] / medians["range"], 3),
+        },
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--concurrency", type=int, default=16)
+    args = parser.parse_args()
+    otlp = OtlpReceiver()
+    otlp.start()
+    with tempfile.TemporaryDirectory(prefix="strata-bench-") as home:
+        system = System(
+            Path(home),
+            gateway_port=0,
+            env={
+                "OTEL_EXPORTER_OTLP_ENDPOINT": otlp.endpoint,
+                "OTEL_EXPORTER_OTLP_INSECURE": "true",
+            },
+        )
+        system.start()
+        try:
+            result = asyncio.run(bench(args, system))
+        finally:
+            system.stop()
+            otlp.stop()
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "e2e_throughput.json").write_text(json.dumps(result, indent=2) + "\n")
+    rates, ratio = result["per_second"], result["ratio"]
+    print(json.dumps({"per_second": rates, "ratio": ratio}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
