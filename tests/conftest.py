@@ -10,8 +10,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from strata.dev import System
-from strata.dev import OtlpReceiver
+from strata.dev import OtlpReceiver, System
 
 
 @pytest.fixture(scope="session")

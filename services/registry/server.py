@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TypeVar
 
 import grpc
 
@@ -15,6 +16,16 @@ from strata.proto.registry.v1 import registry_pb2, registry_pb2_grpc
 from strata.storage import Preconditions, Storage
 
 Context = grpc.aio.ServicerContext[object, object]
+T = TypeVar("T")
+
+
+async def _answer(context: Context, call: Callable[[], Awaitable[T]]) -> T:
+    """call's result, or the call ended with its Status for the gateway to render."""
+    try:
+        return await call()
+    except StatusError as e:
+        await abort_with_status(context, e)
+        raise
 
 
 def _rendering(message: registry_pb2.Rendering) -> Rendering:
@@ -54,56 +65,46 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
     async def Create(
         self, request: registry_pb2.CreateRequest, context: Context
     ) -> registry_pb2.ObjectResponse:
-        try:
-            store = self._store(request.resource)
-            body = await store.create(request.resource.namespace, request.body)
-        except StatusError as e:
-            await abort_with_status(context, e)
-            raise
+        ref = request.resource
+        body = await _answer(context, lambda: self._store(ref).create(ref.namespace, request.body))
         return registry_pb2.ObjectResponse(object=body)
 
     async def Get(
         self, request: registry_pb2.GetRequest, context: Context
     ) -> registry_pb2.ObjectResponse:
-        try:
-            store = self._store(request.resource)
-            body = await store.get(
-                request.resource.namespace,
-                request.name,
-                request.resource_version,
-                _rendering(request.rendering),
-            )
-        except StatusError as e:
-            await abort_with_status(context, e)
-            raise
+        ref = request.resource
+        body = await _answer(
+            context,
+            lambda: self._store(ref).get(
+                ref.namespace, request.name, request.resource_version, _rendering(request.rendering)
+            ),
+        )
         return registry_pb2.ObjectResponse(object=body)
 
     async def List(
         self, request: registry_pb2.ListRequest, context: Context
     ) -> registry_pb2.ListResponse:
         options = request.options
-        try:
+
+        async def list_() -> tuple[list[bytes], int, bytes]:
             store = self._store(request.resource)
             selection = store.selection(
                 request.resource.namespace, options.label_selector, options.field_selector
             )
-            items, revision, table = await store.list(
+            return await store.list(
                 selection, options.resource_version, _rendering(options.rendering)
             )
-        except StatusError as e:
-            await abort_with_status(context, e)
-            raise
+
+        items, revision, table = await _answer(context, list_)
         return registry_pb2.ListResponse(items=items, resource_version=revision, table=table)
 
     async def Update(
         self, request: registry_pb2.UpdateRequest, context: Context
     ) -> registry_pb2.ObjectResponse:
-        try:
-            store = self._store(request.resource)
-            body = await store.update(request.resource.namespace, request.name, request.body)
-        except StatusError as e:
-            await abort_with_status(context, e)
-            raise
+        ref = request.resource
+        body = await _answer(
+            context, lambda: self._store(ref).update(ref.namespace, request.name, request.body)
+        )
         return registry_pb2.ObjectResponse(object=body)
 
     async def Delete(
@@ -115,12 +116,10 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
                 uid=request.precondition_uid,
                 resource_version=request.precondition_resource_version,
             )
-        try:
-            store = self._store(request.resource)
-            body = await store.delete(request.resource.namespace, request.name, preconditions)
-        except StatusError as e:
-            await abort_with_status(context, e)
-            raise
+        ref = request.resource
+        body = await _answer(
+            context, lambda: self._store(ref).delete(ref.namespace, request.name, preconditions)
+        )
         return registry_pb2.ObjectResponse(object=body)
 
     async def Watch(

@@ -8,7 +8,8 @@ read, a delete's the revision of the delete.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Iterator
+from contextlib import contextmanager
 
 import grpc
 
@@ -36,6 +37,31 @@ from strata.storage import (
 Compare = rpc_pb2.Compare
 
 
+def _unchanged_since(ekey: bytes, mod_revision: int) -> Compare:
+    return Compare(key=ekey, target=Compare.MOD, result=Compare.EQUAL, mod_revision=mod_revision)
+
+
+def _absent(ekey: bytes) -> Compare:
+    return Compare(key=ekey, target=Compare.CREATE, result=Compare.EQUAL, create_revision=0)
+
+
+def _txn(ekey: bytes, condition: Compare, then: rpc_pb2.RequestOp) -> rpc_pb2.TxnRequest:
+    """If condition holds do then; otherwise read the key back (to tell why)."""
+    return rpc_pb2.TxnRequest(
+        compare=[condition],
+        success=[then],
+        failure=[rpc_pb2.RequestOp(request_range=rpc_pb2.RangeRequest(key=ekey))],
+    )
+
+
+@contextmanager
+def _etcd_errors(key: str) -> Iterator[None]:
+    try:
+        yield
+    except grpc.aio.AioRpcError as e:
+        raise Unavailable(key, f"etcd: {e.details()}") from None
+
+
 def _revision(key: str, value: str) -> int:
     try:
         return parse_resource_version(value)
@@ -59,39 +85,22 @@ class EtcdStorage:
     async def create(self, key: str, value: bytes, *, ttl_seconds: int = 0) -> storage_pb2.Object:
         ekey = self._etcd_key(key)
         obj, data = objects.for_etcd(key, value)
-        try:
+        with _etcd_errors(key):
             lease = await self._etcd.lease_grant(ttl_seconds) if ttl_seconds > 0 else 0
+            put = rpc_pb2.PutRequest(key=ekey, value=data, lease=lease)
             response = await self._etcd.txn(
-                rpc_pb2.TxnRequest(
-                    compare=[
-                        Compare(
-                            key=ekey,
-                            target=Compare.CREATE,
-                            result=Compare.EQUAL,
-                            create_revision=0,
-                        )
-                    ],
-                    success=[
-                        rpc_pb2.RequestOp(
-                            request_put=rpc_pb2.PutRequest(key=ekey, value=data, lease=lease)
-                        )
-                    ],
-                )
+                _txn(ekey, _absent(ekey), rpc_pb2.RequestOp(request_put=put))
             )
-        except grpc.aio.AioRpcError as e:
-            raise Unavailable(key, f"etcd: {e.details()}") from None
         if not response.succeeded:
             raise KeyExists(key)
         return objects.envelope(key, obj, response.header.revision)
 
     async def get(self, key: str, opts: GetOptions = GetOptions()) -> storage_pb2.Object:
         minimum = _revision(key, opts.resource_version)
-        try:
+        with _etcd_errors(key):
             response = await self._etcd.range(
                 self._etcd_key(key), serializable=opts.resource_version == "0"
             )
-        except grpc.aio.AioRpcError as e:
-            raise Unavailable(key, f"etcd: {e.details()}") from None
         self._check_not_older(key, minimum, response.header.revision)
         if not response.kvs:
             raise KeyNotFound(key)
@@ -108,12 +117,10 @@ class EtcdStorage:
     async def list(self, prefix: str, opts: ListOptions = ListOptions()) -> ListResult:
         minimum = _revision(prefix, opts.resource_version)
         start = self._etcd_key(prefix)
-        try:
+        with _etcd_errors(prefix):
             response = await self._etcd.range(
                 start, prefix_end(start), serializable=opts.resource_version == "0"
             )
-        except grpc.aio.AioRpcError as e:
-            raise Unavailable(prefix, f"etcd: {e.details()}") from None
         self._check_not_older(prefix, minimum, response.header.revision)
         items = [
             objects.from_etcd(self._key(kv.key), kv.value, kv.mod_revision) for kv in response.kvs
@@ -125,25 +132,15 @@ class EtcdStorage:
     ) -> storage_pb2.Object:
         ekey = self._etcd_key(key)
         obj, data = objects.for_etcd(key, value)
-        try:
+        put = rpc_pb2.PutRequest(key=ekey, value=data)
+        with _etcd_errors(key):
             response = await self._etcd.txn(
-                rpc_pb2.TxnRequest(
-                    compare=[
-                        Compare(
-                            key=ekey,
-                            target=Compare.MOD,
-                            result=Compare.EQUAL,
-                            mod_revision=expected_resource_version,
-                        )
-                    ],
-                    success=[
-                        rpc_pb2.RequestOp(request_put=rpc_pb2.PutRequest(key=ekey, value=data))
-                    ],
-                    failure=[rpc_pb2.RequestOp(request_range=rpc_pb2.RangeRequest(key=ekey))],
+                _txn(
+                    ekey,
+                    _unchanged_since(ekey, expected_resource_version),
+                    rpc_pb2.RequestOp(request_put=put),
                 )
             )
-        except grpc.aio.AioRpcError as e:
-            raise Unavailable(key, f"etcd: {e.details()}") from None
         if not response.succeeded:
             if not response.responses[0].response_range.kvs:
                 raise KeyNotFound(key)
@@ -154,7 +151,8 @@ class EtcdStorage:
         self, key: str, *, preconditions: Preconditions | None = None
     ) -> storage_pb2.Object:
         ekey = self._etcd_key(key)
-        try:
+        remove = rpc_pb2.RequestOp(request_delete_range=rpc_pb2.DeleteRangeRequest(key=ekey))
+        with _etcd_errors(key):
             current = await self._etcd.range(ekey)
             while True:
                 if not current.kvs:
@@ -163,28 +161,11 @@ class EtcdStorage:
                 if preconditions is not None:
                     self._check_preconditions(key, kv, preconditions)
                 response = await self._etcd.txn(
-                    rpc_pb2.TxnRequest(
-                        compare=[
-                            Compare(
-                                key=ekey,
-                                target=Compare.MOD,
-                                result=Compare.EQUAL,
-                                mod_revision=kv.mod_revision,
-                            )
-                        ],
-                        success=[
-                            rpc_pb2.RequestOp(
-                                request_delete_range=rpc_pb2.DeleteRangeRequest(key=ekey)
-                            )
-                        ],
-                        failure=[rpc_pb2.RequestOp(request_range=rpc_pb2.RangeRequest(key=ekey))],
-                    )
+                    _txn(ekey, _unchanged_since(ekey, kv.mod_revision), remove)
                 )
                 if response.succeeded:
                     return objects.from_etcd(key, kv.value, response.header.revision)
                 current = response.responses[0].response_range
-        except grpc.aio.AioRpcError as e:
-            raise Unavailable(key, f"etcd: {e.details()}") from None
 
     @staticmethod
     def _check_preconditions(key: str, kv: kv_pb2.KeyValue, pre: Preconditions) -> None:
@@ -203,10 +184,8 @@ class EtcdStorage:
             )
 
     async def current_revision(self) -> int:
-        try:
+        with _etcd_errors(""):
             response = await self._etcd.range(b"/", count_only=True)
-        except grpc.aio.AioRpcError as e:
-            raise Unavailable("", f"etcd: {e.details()}") from None
         return response.header.revision
 
     async def watch(
@@ -216,7 +195,7 @@ class EtcdStorage:
         end = prefix_end(start) if opts.recursive else b""
         since = _revision(key, opts.resource_version)
         Type = storage_pb2.WatchEvent
-        try:
+        with _etcd_errors(key):
             if since == 0:
                 # "" and "0": the current state as ADDED, then every change after it.
                 state = await self._etcd.range(start, end)
@@ -236,8 +215,6 @@ class EtcdStorage:
                     raise Unavailable(key, f"etcd canceled the watch: {response.cancel_reason}")
                 for event in response.events:
                     yield self._event(event)
-        except grpc.aio.AioRpcError as e:
-            raise Unavailable(key, f"etcd: {e.details()}") from None
 
     def _event(self, event: kv_pb2.Event) -> storage_pb2.WatchEvent:
         Type = storage_pb2.WatchEvent

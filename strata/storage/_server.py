@@ -4,7 +4,8 @@ wire adapter and differ only in what they plug into it."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable
+from typing import TypeVar
 
 import grpc
 
@@ -20,6 +21,16 @@ from strata.storage._interface import (
 from strata.storage._wire import abort
 
 Context = grpc.aio.ServicerContext[object, object]
+T = TypeVar("T")
+
+
+async def _answer(context: Context, call: Awaitable[T]) -> T:
+    """call's result, or the call ended with the storage error's code and type."""
+    try:
+        return await call
+    except StorageError as e:
+        await abort(context, e)
+        raise
 
 
 class StorageServicer(storage_pb2_grpc.StorageServicer):
@@ -29,33 +40,20 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
     async def Create(
         self, request: storage_pb2.CreateRequest, context: Context
     ) -> storage_pb2.Object:
-        try:
-            return await self._storage.create(
-                request.key, request.value, ttl_seconds=request.ttl_seconds
-            )
-        except StorageError as e:
-            await abort(context, e)
-            raise
+        return await _answer(
+            context,
+            self._storage.create(request.key, request.value, ttl_seconds=request.ttl_seconds),
+        )
 
     async def Get(self, request: storage_pb2.GetRequest, context: Context) -> storage_pb2.Object:
-        try:
-            return await self._storage.get(
-                request.key, GetOptions(resource_version=request.resource_version)
-            )
-        except StorageError as e:
-            await abort(context, e)
-            raise
+        options = GetOptions(resource_version=request.resource_version)
+        return await _answer(context, self._storage.get(request.key, options))
 
     async def List(
         self, request: storage_pb2.ListRequest, context: Context
     ) -> storage_pb2.ListResponse:
-        try:
-            result = await self._storage.list(
-                request.prefix, ListOptions(resource_version=request.resource_version)
-            )
-        except StorageError as e:
-            await abort(context, e)
-            raise
+        options = ListOptions(resource_version=request.resource_version)
+        result = await _answer(context, self._storage.list(request.prefix, options))
         return storage_pb2.ListResponse(
             items=result.items, resource_version=result.resource_version
         )
@@ -63,15 +61,14 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
     async def Update(
         self, request: storage_pb2.UpdateRequest, context: Context
     ) -> storage_pb2.Object:
-        try:
-            return await self._storage.update(
+        return await _answer(
+            context,
+            self._storage.update(
                 request.key,
                 request.value,
                 expected_resource_version=request.expected_resource_version,
-            )
-        except StorageError as e:
-            await abort(context, e)
-            raise
+            ),
+        )
 
     async def Delete(
         self, request: storage_pb2.DeleteRequest, context: Context
@@ -82,11 +79,9 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
                 uid=request.preconditions.uid,
                 resource_version=request.preconditions.resource_version,
             )
-        try:
-            return await self._storage.delete(request.key, preconditions=preconditions)
-        except StorageError as e:
-            await abort(context, e)
-            raise
+        return await _answer(
+            context, self._storage.delete(request.key, preconditions=preconditions)
+        )
 
     async def Watch(
         self, request: storage_pb2.WatchRequest, context: Context
@@ -103,9 +98,5 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
     async def CurrentRevision(
         self, request: storage_pb2.CurrentRevisionRequest, context: Context
     ) -> storage_pb2.CurrentRevisionResponse:
-        try:
-            revision = await self._storage.current_revision()
-        except StorageError as e:
-            await abort(context, e)
-            raise
+        revision = await _answer(context, self._storage.current_revision())
         return storage_pb2.CurrentRevisionResponse(revision=revision)
