@@ -16,7 +16,7 @@ from services.gateway import negotiation, paths
 from services.gateway.catalog import APIResource, Catalog
 from strata.api import errors
 from strata.api.errors import StatusError
-from strata.api.wire import status_from_rpc_error
+from strata.api.wire import WATCH_STARTED, status_from_rpc_error
 from strata.proto.registry.v1 import registry_pb2, registry_pb2_grpc
 
 JSON = "application/json"
@@ -186,15 +186,23 @@ class ResourceHandlers:
             registry_pb2.WatchRequest(resource=ref, options=self._list_options(request))
         )
         self._watches.add(call)
+        try:
+            metadata = await call.initial_metadata()
+            if not any(key == WATCH_STARTED for key, _ in metadata or ()):
+                # Refused before it started: the call ends with the Status.
+                await call.wait_for_connection()
+                async for _ in call:
+                    pass
+                raise errors.internal("the registry ended a watch without starting it")
+        except grpc.aio.AioRpcError as e:
+            self._watches.discard(call)
+            raise status_from_rpc_error(e) from None
         response = web.StreamResponse(status=200, headers={"Content-Type": JSON})
         response.enable_chunked_encoding()
-        started = False
         try:
+            await response.prepare(request)
             async with asyncio.timeout(timeout):
                 async for event in call:
-                    if not started:
-                        await response.prepare(request)
-                        started = True
                     await response.write(
                         b'{"type":"' + event.type.encode() + b'","object":' + event.object + b"}\n"
                     )
@@ -205,15 +213,11 @@ class ResourceHandlers:
                 raise
             # close_watches cancelled the stream: end the response cleanly.
         except grpc.aio.AioRpcError as e:
-            if not started:
-                raise status_from_rpc_error(e) from None
             error = status_from_rpc_error(e)
             await response.write(b'{"type":"ERROR","object":' + error.to_json() + b"}\n")
         finally:
             self._watches.discard(call)
             call.cancel()
-        if not started:
-            await response.prepare(request)
         await response.write_eof()
         return response
 

@@ -11,7 +11,7 @@ from services.registry.resources import Resource
 from services.registry.store import Rendering, Store
 from strata.api import errors
 from strata.api.errors import StatusError
-from strata.api.wire import abort_with_status
+from strata.api.wire import WATCH_STARTED, abort_with_status
 from strata.proto.registry.v1 import registry_pb2, registry_pb2_grpc
 from strata.storage import Preconditions, Storage
 
@@ -134,6 +134,9 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
         except StatusError as e:
             await abort_with_status(context, e)
             return
+        # Tells the gateway the request was accepted, so it can answer 200 at once;
+        # what fails from here on is an ERROR event in the stream, as in kube.
+        await context.send_initial_metadata(((WATCH_STARTED, "true"),))
         async for item in store.watch(
             selection, options.resource_version, _rendering(options.rendering)
         ):

@@ -8,6 +8,8 @@ import grpc
 from strata.api.errors import StatusError, internal, service_unavailable
 
 STATUS_METADATA_KEY = "strata-status-bin"
+# Initial metadata of a Registry.Watch that was accepted.
+WATCH_STARTED = "strata-watch-started"
 
 _GRPC_CODES = {
     400: grpc.StatusCode.INVALID_ARGUMENT,

@@ -200,10 +200,12 @@ async def test_missing_object_is_404(http: aiohttp.ClientSession, etcd: Etcd) ->
         assert body["details"] == {"name": "absent", "kind": "configmaps"}
 
 
-async def test_bad_selector_is_400(http: aiohttp.ClientSession, etcd: Etcd) -> None:
-    body = await refused(
-        http, etcd, "GET", "/api/v1/configmaps", params={"fieldSelector": "spec.foo=bar"}
-    )
+@pytest.mark.parametrize("watch", [None, "1"])
+async def test_bad_selector_is_400(
+    http: aiohttp.ClientSession, etcd: Etcd, watch: str | None
+) -> None:
+    params = {"fieldSelector": "spec.foo=bar"} | ({"watch": watch} if watch else {})
+    body = await refused(http, etcd, "GET", "/api/v1/configmaps", params=params)
     assert body["code"] == 400 and body["message"] == "field label not supported: spec.foo"
 
 

@@ -1,0 +1,177 @@
+"""The REST surface the skeleton serves, over HTTPS against the running system:
+discovery, health, tables, selectors, generateName and raw watch streams."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import aiohttp
+import orjson
+import pytest
+
+from strata.dev import System
+from strata.etcd import Etcd
+
+TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+
+
+async def get_json(http: aiohttp.ClientSession, path: str, **kwargs: Any) -> Any:
+    async with http.get(path, **kwargs) as response:
+        assert response.status == 200, await response.text()
+        return orjson.loads(await response.read())
+
+
+async def create(http: aiohttp.ClientSession, path: str, body: dict[str, Any]) -> Any:
+    async with http.post(path, json=body) as response:
+        assert response.status == 201, await response.text()
+        return orjson.loads(await response.read())
+
+
+@pytest.fixture
+async def namespace(http: aiohttp.ClientSession) -> str:
+    name = f"ns-{uuid.uuid4().hex[:8]}"
+    await create(
+        http,
+        "/api/v1/namespaces",
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+    )
+    return name
+
+
+async def test_discovery_documents(http: aiohttp.ClientSession) -> None:
+    api = await get_json(http, "/api")
+    assert api["kind"] == "APIVersions" and api["versions"] == ["v1"]
+    groups = await get_json(http, "/apis")
+    assert groups == {"kind": "APIGroupList", "apiVersion": "v1", "groups": []}
+    resources = await get_json(http, "/api/v1")
+    assert resources["kind"] == "APIResourceList" and resources["groupVersion"] == "v1"
+    by_name = {r["name"]: r for r in resources["resources"]}
+    assert by_name["configmaps"]["namespaced"] is True
+    assert by_name["configmaps"]["kind"] == "ConfigMap"
+    assert by_name["configmaps"]["shortNames"] == ["cm"]
+    assert by_name["namespaces"]["namespaced"] is False
+    assert set(by_name["namespaces"]["verbs"]) >= {"create", "get", "list", "watch", "delete"}
+    version = await get_json(http, "/version")
+    assert (version["major"], version["minor"]) == ("1", "32")
+
+
+@pytest.mark.parametrize("path", ["/healthz", "/livez", "/readyz"])
+async def test_health(http: aiohttp.ClientSession, path: str) -> None:
+    async with http.get(path) as response:
+        assert response.status == 200 and await response.text() == "ok"
+
+
+async def test_table_output(http: aiohttp.ClientSession, namespace: str) -> None:
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    await create(
+        http,
+        base,
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "t"}, "data": {"a": "1"}},
+    )
+    table = await get_json(http, base, headers={"Accept": TABLE})
+    assert table["kind"] == "Table" and table["apiVersion"] == "meta.k8s.io/v1"
+    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Data", "Age"]
+    (row,) = table["rows"]
+    assert row["cells"][:2] == ["t", 1]
+    assert row["object"]["kind"] == "PartialObjectMetadata"
+    assert row["object"]["metadata"]["name"] == "t"
+    one = await get_json(
+        http, f"{base}/t", headers={"Accept": TABLE}, params={"includeObject": "None"}
+    )
+    assert one["rows"][0]["cells"][0] == "t" and "object" not in one["rows"][0]
+    async with http.get(base, headers={"Accept": TABLE}, params={"includeObject": "All"}) as bad:
+        assert bad.status == 400
+
+
+async def test_generate_name(http: aiohttp.ClientSession, namespace: str) -> None:
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "gen-"}}
+    first = await create(http, f"/api/v1/namespaces/{namespace}/configmaps", body)
+    second = await create(http, f"/api/v1/namespaces/{namespace}/configmaps", body)
+    names = {first["metadata"]["name"], second["metadata"]["name"]}
+    assert len(names) == 2 and all(n.startswith("gen-") and len(n) == 9 for n in names)
+
+
+async def test_lists_filter_by_selectors_and_span_namespaces(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    for name, tier in (("web", "front"), ("db", "back"), ("cache", "back")):
+        body = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": name, "labels": {"tier": tier, "suite": namespace}},
+        }
+        await create(http, base, body)
+    listed = await get_json(http, base, params={"labelSelector": "tier=back"})
+    assert listed["kind"] == "ConfigMapList" and listed["apiVersion"] == "v1"
+    assert [i["metadata"]["name"] for i in listed["items"]] == ["cache", "db"]
+    assert int(listed["metadata"]["resourceVersion"]) > 0
+    named = await get_json(http, base, params={"fieldSelector": "metadata.name=web"})
+    assert [i["metadata"]["name"] for i in named["items"]] == ["web"]
+    everywhere = await get_json(
+        http, "/api/v1/configmaps", params={"labelSelector": f"suite={namespace}"}
+    )
+    assert {i["metadata"]["namespace"] for i in everywhere["items"]} == {namespace}
+    assert len(everywhere["items"]) == 3
+
+
+async def _read_events(response: aiohttp.ClientResponse, count: int) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    async with asyncio.timeout(10):
+        while len(events) < count:
+            line = await response.content.readline()
+            assert line, "the watch ended early"
+            events.append(orjson.loads(line))
+    return events
+
+
+async def test_watch_from_resource_version(http: aiohttp.ClientSession, namespace: str) -> None:
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    listed = await get_json(http, base)
+    rv = listed["metadata"]["resourceVersion"]
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "w"}}
+    async with http.get(base, params={"watch": "1", "resourceVersion": rv}) as response:
+        assert response.status == 200
+        assert response.headers["Content-Type"].startswith("application/json")
+        created = await create(http, base, body)
+        async with http.delete(f"{base}/w") as deleted:
+            status = orjson.loads(await deleted.read())
+            assert deleted.status == 200
+            assert status["status"] == "Success" and status["details"]["name"] == "w"
+        events = await _read_events(response, 2)
+    assert [e["type"] for e in events] == ["ADDED", "DELETED"]
+    assert events[0]["object"]["metadata"]["uid"] == created["metadata"]["uid"]
+    assert int(events[1]["object"]["metadata"]["resourceVersion"]) > int(
+        created["metadata"]["resourceVersion"]
+    )
+
+
+async def test_watch_ends_after_timeout_seconds(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    async with asyncio.timeout(10):
+        async with http.get(base, params={"watch": "true", "timeoutSeconds": "1"}) as response:
+            assert response.status == 200
+            assert await response.read() == b""
+
+
+async def test_watch_from_compacted_revision_is_410_event(
+    http: aiohttp.ClientSession, system: System, namespace: str
+) -> None:
+    assert system.endpoints is not None
+    etcd = Etcd(system.endpoints.etcd.removeprefix("http://"))
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    await create(http, base, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "old"}})
+    current = (await etcd.range(b"/", count_only=True)).header.revision
+    await etcd.compact(current)
+    await etcd.close()
+    # Older than anything the watch cache held: answered from etcd, which compacted it.
+    stale = 1
+    async with http.get(base, params={"watch": "1", "resourceVersion": str(stale)}) as response:
+        assert response.status == 200
+        (event,) = await _read_events(response, 1)
+    assert event["type"] == "ERROR"
+    assert event["object"]["code"] == 410 and event["object"]["reason"] == "Expired"
