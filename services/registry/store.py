@@ -209,10 +209,19 @@ class Store:
         raise AssertionError("unreachable")
 
     async def _require_namespace(self, namespace: str) -> None:
-        try:
-            await self._storage.get(NAMESPACES.key("", namespace), GetOptions(resource_version=""))
-        except KeyNotFound:
-            raise errors.not_found(NAMESPACES.name, namespace) from None
+        # As kube's NamespaceLifecycle: the cache first, and a live read before
+        # refusing, since a namespace created a moment ago may not be cached yet.
+        key = NAMESPACES.key("", namespace)
+        with self._interpreted(namespace):
+            try:
+                await self._storage.get(key, GetOptions(resource_version="0"))
+                return
+            except KeyNotFound:
+                pass
+            try:
+                await self._storage.get(key, GetOptions(resource_version=""))
+            except KeyNotFound:
+                raise errors.not_found(NAMESPACES.name, namespace) from None
 
     # --- reads -----------------------------------------------------------------
 
