@@ -248,3 +248,17 @@ async def test_cached_reads_at_zero_come_from_the_cache(cacher_address: str) -> 
     got = await store.get(f"{root}ns/a", GetOptions(resource_version="0"))
     assert got.value == created.value
     await channel.close()
+
+
+async def test_ttl_expires_the_object_through_a_lease(store: GrpcStorage) -> None:
+    root = resource()
+    start = await store.create(f"{root}ns/anchor", obj("anchor"))
+    await store.create(f"{root}ns/short", obj("short"), ttl_seconds=1)
+    assert (await store.get(f"{root}ns/short")).name == "short"
+    events = store.watch(root, WatchOptions(resource_version=str(start.resource_version)))
+    added, deleted = await next_events(events, 2)
+    await events.aclose()
+    assert (added.type, deleted.type) == (Event.ADDED, Event.DELETED)
+    assert deleted.object.name == "short"
+    with pytest.raises(KeyNotFound):
+        await store.get(f"{root}ns/short")
