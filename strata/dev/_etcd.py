@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path
 
 MINIMUM = (3, 5, 13)
+TOOLS = Path(__file__).resolve().parents[2] / ".tools"
 _SOURCES = """Types: deb
 URIs: http://deb.debian.org/debian
 Suites: trixie
@@ -69,8 +70,11 @@ def _fetch(tools: Path) -> Path | None:
     return binary if binary.exists() else None
 
 
-def find_etcd(tools: Path, *, fetch: bool = True) -> Path:
-    """An etcd >= 3.5.13 if one can be had, else any etcd on PATH."""
+def find_etcd(tools: Path = TOOLS, *, fetch: bool = True) -> Path:
+    """An etcd >= 3.5.13 if one can be had, else any etcd on PATH.
+
+    STRATA_ETCD_BINARY names one to use as it is.
+    """
     local = tools / "etcd" / "usr" / "bin" / "etcd"
     override = os.environ.get("STRATA_ETCD_BINARY")
     if override:

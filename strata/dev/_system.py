@@ -166,7 +166,7 @@ class System:
             raise
 
     def _start(self) -> Endpoints:
-        etcd = self._etcd_binary or find_etcd(REPO_ROOT / ".tools")
+        etcd = self._etcd_binary or find_etcd()
         client, peer = self._etcd_ports()
         etcd_addr = f"127.0.0.1:{client}"
         peer_url = f"http://127.0.0.1:{peer}"

@@ -9,7 +9,6 @@ from pathlib import Path
 import grpc
 
 from strata.dev import find_etcd, free_port
-from strata.dev._system import REPO_ROOT
 from strata.proto.etcd.etcdserverpb import rpc_pb2, rpc_pb2_grpc
 
 
@@ -26,7 +25,7 @@ class EtcdProcess:
         log = open(self.data_dir.parent / "etcd.log", "ab")  # noqa: SIM115 - kept for the process
         self._process = subprocess.Popen(
             [
-                str(find_etcd(REPO_ROOT / ".tools")),
+                str(find_etcd()),
                 "--name=test",
                 f"--data-dir={self.data_dir}",
                 f"--listen-client-urls=http://{self.address}",
