@@ -7,17 +7,18 @@ from collections.abc import AsyncGenerator
 
 from services.cacher.cache import WatchCache
 from services.cacher.decision import Op, cache_root, served_from_cache
-from strata.api.versions import parse_resource_version
 from strata.proto.storage.v1 import storage_pb2
 from strata.storage import (
     GetOptions,
     InvalidObject,
+    KeyNotFound,
     ListOptions,
     ListResult,
     Preconditions,
     Storage,
     WatchOptions,
 )
+from strata.storage._requests import check_list, check_match, compile_predicate, revision
 
 
 class CachedStorage:
@@ -58,32 +59,52 @@ class CachedStorage:
     async def current_revision(self) -> int:
         return await self._upstream.current_revision()
 
+    async def count(self, prefix: str) -> int:
+        return await self._upstream.count(prefix)
+
+    async def compact(self, revision: int) -> None:
+        await self._upstream.compact(revision)
+
     async def get(self, key: str, opts: GetOptions = GetOptions()) -> storage_pb2.Object:
-        if not served_from_cache(Op.GET, opts.resource_version):
+        revision(key, opts.resource_version)
+        check_match(key, opts.resource_version, opts.resource_version_match)
+        if not served_from_cache(Op.GET, opts.resource_version, match=opts.resource_version_match):
             return await self._upstream.get(key, opts)
         cache = self._cache(key)
         await cache.wait_synced()
-        return cache.get(key)
+        try:
+            return cache.get(key)
+        except KeyNotFound:
+            if opts.ignore_not_found:
+                return storage_pb2.Object(key=key, resource_version=cache.revision)
+            raise
 
     async def list(self, prefix: str, opts: ListOptions = ListOptions()) -> ListResult:
-        if not served_from_cache(Op.LIST, opts.resource_version):
+        check_list(prefix, opts)
+        if not served_from_cache(
+            Op.LIST,
+            opts.resource_version,
+            match=opts.resource_version_match,
+            continuing=bool(opts.continue_token),
+        ):
             return await self._upstream.list(prefix, opts)
+        matches = compile_predicate(prefix, opts.predicate)
         cache = self._cache(prefix)
         await cache.wait_synced()
-        return cache.list(prefix)
+        return cache.list(prefix, matches)
 
     async def watch(
         self, key: str, opts: WatchOptions = WatchOptions()
     ) -> AsyncGenerator[storage_pb2.WatchEvent, None]:
-        try:
-            since = parse_resource_version(opts.resource_version)
-        except ValueError as e:
-            raise InvalidObject(key, str(e)) from None
+        since = revision(key, opts.resource_version)
+        matches = compile_predicate(key, opts.predicate)
         cache = self._cache(key)
         await cache.wait_synced()
         if cache.predates_window(since):
             async for event in self._upstream.watch(key, opts):
                 yield event
             return
-        async for event in cache.watch(key, since, opts.recursive):
+        async for event in cache.watch(
+            key, since, opts.recursive, matches, progress=opts.progress_notify
+        ):
             yield event

@@ -131,12 +131,22 @@ class ResourceHandlers:
 
     def _list_options(self, request: web.Request) -> registry_pb2.ListOptions:
         query = request.query
-        return registry_pb2.ListOptions(
+        limit = query.get("limit", "0") or "0"
+        try:
+            parsed_limit = int(limit)
+        except ValueError:
+            raise errors.bad_request(f"invalid limit: {limit!r} is not an integer") from None
+        options = registry_pb2.ListOptions(
             label_selector=query.get("labelSelector", ""),
             field_selector=query.get("fieldSelector", ""),
             resource_version=query.get("resourceVersion", ""),
+            resource_version_match=query.get("resourceVersionMatch", ""),
+            limit=parsed_limit,
+            allow_watch_bookmarks=_truthy(query.get("allowWatchBookmarks")),
             rendering=self._rendering(request),
         )
+        setattr(options, "continue", query.get("continue", ""))  # a Python keyword
+        return options
 
     async def _get(
         self, request: web.Request, ref: registry_pb2.ResourceRef, name: str
@@ -161,12 +171,13 @@ class ResourceHandlers:
         if options.rendering.as_table:
             return json_response(response.table)
         api_version = f"{ref.group}/{ref.version}" if ref.group else ref.version
+        list_meta: dict[str, Any] = {"resourceVersion": str(response.resource_version)}
+        if continue_token := getattr(response, "continue"):
+            list_meta["continue"] = continue_token
+        if response.HasField("remaining_item_count"):
+            list_meta["remainingItemCount"] = response.remaining_item_count
         head = orjson.dumps(
-            {
-                "kind": f"{api.kind}List",
-                "apiVersion": api_version,
-                "metadata": {"resourceVersion": str(response.resource_version)},
-            }
+            {"kind": f"{api.kind}List", "apiVersion": api_version, "metadata": list_meta}
         )
         body = head[:-1] + b',"items":[' + b",".join(response.items) + b"]}"
         return json_response(body)

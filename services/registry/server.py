@@ -8,7 +8,7 @@ from typing import TypeVar
 import grpc
 
 from services.registry.resources import Resource
-from services.registry.store import Rendering, Store
+from services.registry.store import Page, Paging, Rendering, Store
 from strata.api import errors
 from strata.api.errors import StatusError
 from strata.api.wire import WATCH_STARTED, abort_with_status
@@ -86,17 +86,27 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
     ) -> registry_pb2.ListResponse:
         options = request.options
 
-        async def list_() -> tuple[list[bytes], int, bytes]:
+        async def list_() -> Page:
             store = self._store(request.resource)
             selection = store.selection(
                 request.resource.namespace, options.label_selector, options.field_selector
             )
-            return await store.list(
-                selection, options.resource_version, _rendering(options.rendering)
+            paging = Paging(
+                resource_version=options.resource_version,
+                resource_version_match=options.resource_version_match,
+                limit=options.limit,
+                continue_token=getattr(options, "continue"),
             )
+            return await store.list(selection, paging, _rendering(options.rendering))
 
-        items, revision, table = await _answer(context, list_)
-        return registry_pb2.ListResponse(items=items, resource_version=revision, table=table)
+        page = await _answer(context, list_)
+        response = registry_pb2.ListResponse(
+            items=page.items, resource_version=page.resource_version, table=page.table
+        )
+        setattr(response, "continue", page.continue_token)  # a Python keyword
+        if page.remaining_item_count is not None:
+            response.remaining_item_count = page.remaining_item_count
+        return response
 
     async def Update(
         self, request: registry_pb2.UpdateRequest, context: Context
@@ -138,6 +148,9 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
         # what fails from here on is an ERROR event in the stream, as in kube.
         await context.send_initial_metadata(((WATCH_STARTED, "true"),))
         async for item in store.watch(
-            selection, options.resource_version, _rendering(options.rendering)
+            selection,
+            options.resource_version,
+            _rendering(options.rendering),
+            bookmarks=options.allow_watch_bookmarks,
         ):
             yield registry_pb2.WatchEvent(type=item.type, object=item.object)

@@ -20,7 +20,7 @@ import orjson
 from services.registry import tables
 from services.registry.resources import NAMESPACES, Resource
 from strata.api import errors, meta, names
-from strata.api.errors import StatusError
+from strata.api.errors import Cause, StatusError
 from strata.api.selectors import (
     FieldSelector,
     LabelSelector,
@@ -29,14 +29,20 @@ from strata.api.selectors import (
 )
 from strata.proto.storage.v1 import storage_pb2
 from strata.storage import (
+    EXACT,
+    NOT_OLDER_THAN,
     Conflict,
+    CorruptObject,
     Expired,
     GetOptions,
     InvalidObject,
+    InvalidRequest,
     KeyExists,
     KeyNotFound,
     ListOptions,
+    ObjectTooLarge,
     Preconditions,
+    Predicate,
     Storage,
     StorageError,
     TooLargeResourceVersion,
@@ -57,22 +63,30 @@ _EVENT_TYPES = {
 
 @dataclass(frozen=True, kw_only=True)
 class Selection:
-    """Which objects a list or watch returns."""
+    """Which objects a list or watch returns: a namespace (or all) and selectors,
+    checked here and evaluated by storage."""
 
     namespace: str = ""
     labels: LabelSelector = dataclasses.field(default_factory=LabelSelector)
     fields: FieldSelector = dataclasses.field(default_factory=FieldSelector)
+    predicate: Predicate = dataclasses.field(default_factory=Predicate)
 
-    def matches(self, obj: storage_pb2.Object) -> bool:
-        if self.namespace and obj.namespace != self.namespace:
-            return False
-        if not self.labels.empty and not self.labels.matches(obj.labels):
-            return False
-        if not self.fields.empty:
-            return self.fields.matches(
-                {"metadata.name": obj.name, "metadata.namespace": obj.namespace}
-            )
-        return True
+
+@dataclass(frozen=True, kw_only=True)
+class Paging:
+    resource_version: str = ""
+    resource_version_match: str = ""
+    limit: int = 0
+    continue_token: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Page:
+    items: list[bytes]
+    resource_version: int
+    table: bytes = b""
+    continue_token: str = ""
+    remaining_item_count: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,6 +99,50 @@ class Rendering:
 class WatchItem:
     type: str
     object: bytes
+
+
+def check_list_options(resource_version: str, match: str, continue_token: str) -> None:
+    """apimachinery's ValidateListOptions for resourceVersionMatch: 422 ListOptions."""
+    causes = []
+    if match:
+        if not resource_version:
+            causes.append(
+                Cause(
+                    reason="FieldValueForbidden",
+                    message="Forbidden: resourceVersionMatch is forbidden unless resourceVersion "
+                    "is provided",
+                    field="resourceVersionMatch",
+                )
+            )
+        if continue_token:
+            causes.append(
+                Cause(
+                    reason="FieldValueForbidden",
+                    message="Forbidden: resourceVersionMatch is forbidden when continue is "
+                    "provided",
+                    field="resourceVersionMatch",
+                )
+            )
+        if match not in (NOT_OLDER_THAN, EXACT):
+            causes.append(
+                Cause(
+                    reason="FieldValueNotSupported",
+                    message=f'Unsupported value: "{match}": supported values: "Exact", '
+                    '"NotOlderThan", ""',
+                    field="resourceVersionMatch",
+                )
+            )
+        if match == EXACT and resource_version == "0":
+            causes.append(
+                Cause(
+                    reason="FieldValueForbidden",
+                    message='Forbidden: resourceVersionMatch "exact" is forbidden for '
+                    'resourceVersion "0"',
+                    field="resourceVersionMatch",
+                )
+            )
+    if causes:
+        raise errors.invalid("ListOptions", "", causes, "meta.k8s.io")
 
 
 def decode_body(body: bytes, resource: Resource) -> Obj:
@@ -149,11 +207,15 @@ class Store:
             detail = e.message if "Precondition" in e.message else errors.OBJECT_MODIFIED
             raise errors.conflict(r.name, name, detail, r.group) from None
         except Expired as e:
-            raise errors.gone(e.message) from None
+            raise errors.gone(e.message, e.continue_token) from None
         except TooLargeResourceVersion as e:
             raise errors.timeout(e.message) from None
-        except InvalidObject as e:
+        except ObjectTooLarge as e:
+            raise errors.too_large(e.message) from None
+        except (InvalidObject, InvalidRequest) as e:
             raise errors.bad_request(e.message) from None
+        except CorruptObject as e:
+            raise errors.internal(f"cannot read {r.name} {name!r} ({e.key}): {e.message}") from None
         except Unavailable as e:
             raise errors.service_unavailable(f"storage is unavailable: {e.message}") from None
         except StorageError as e:
@@ -242,29 +304,53 @@ class Store:
             namespace=namespace if self.resource.namespaced else "",
             labels=parse_label_selector(label_selector),
             fields=parse_field_selector(field_selector, self.resource.field_selectors),
+            predicate=Predicate(label_selector=label_selector, field_selector=field_selector),
         )
 
-    async def list(
-        self, selection: Selection, resource_version: str, rendering: Rendering
-    ) -> tuple[list[bytes], int, bytes]:
-        """Items (or a Table) and the list's resourceVersion."""
+    async def list(self, selection: Selection, paging: Paging, rendering: Rendering) -> Page:
+        """A page of items (or a Table of them) and the list's resourceVersion."""
         if rendering.as_table:
             tables.check_include_object(rendering.include_object)
+        check_list_options(
+            paging.resource_version, paging.resource_version_match, paging.continue_token
+        )
         with self._interpreted():
             result = await self._storage.list(
                 self.resource.key_prefix(selection.namespace),
-                ListOptions(resource_version=resource_version),
+                ListOptions(
+                    resource_version=paging.resource_version,
+                    resource_version_match=paging.resource_version_match,
+                    limit=paging.limit,
+                    continue_token=paging.continue_token,
+                    predicate=selection.predicate,
+                ),
             )
-        items = [o.value for o in result.items if selection.matches(o)]
+        items = [o.value for o in result.items]
+        page = Page(
+            items=items,
+            resource_version=result.resource_version,
+            continue_token=result.continue_token,
+            remaining_item_count=result.remaining_item_count,
+        )
         if rendering.as_table:
             table = tables.table(
-                self.resource, items, str(result.resource_version), rendering.include_object
+                self.resource,
+                items,
+                str(result.resource_version),
+                rendering.include_object,
+                continue_token=result.continue_token,
+                remaining_item_count=result.remaining_item_count,
             )
-            return [], result.resource_version, table
-        return items, result.resource_version, b""
+            return dataclasses.replace(page, items=[], table=table)
+        return page
 
     async def watch(
-        self, selection: Selection, resource_version: str, rendering: Rendering
+        self,
+        selection: Selection,
+        resource_version: str,
+        rendering: Rendering,
+        *,
+        bookmarks: bool = False,
     ) -> AsyncIterator[WatchItem]:
         """The watch stream; a failure after it started is an ERROR event, as in kube."""
         if rendering.as_table:
@@ -275,12 +361,19 @@ class Store:
         else:
             key, recursive = self.resource.key_prefix(selection.namespace), True
         events = self._storage.watch(
-            key, WatchOptions(resource_version=resource_version, recursive=recursive)
+            key,
+            WatchOptions(
+                resource_version=resource_version,
+                recursive=recursive,
+                predicate=selection.predicate,
+                progress_notify=bookmarks,
+            ),
         )
         try:
             with self._interpreted():
                 async for event in events:
-                    if not selection.matches(event.object):
+                    if event.type == storage_pb2.WatchEvent.BOOKMARK:
+                        yield WatchItem(type="BOOKMARK", object=self._bookmark(event))
                         continue
                     value = event.object.value
                     if rendering.as_table:
@@ -288,6 +381,16 @@ class Store:
                     yield WatchItem(type=_EVENT_TYPES[event.type], object=value)
         except StatusError as e:
             yield WatchItem(type="ERROR", object=e.to_json())
+
+    def _bookmark(self, event: storage_pb2.WatchEvent) -> bytes:
+        """A BOOKMARK's object: the resource's kind with only a resourceVersion (as kube)."""
+        return orjson.dumps(
+            {
+                "kind": self.resource.kind,
+                "apiVersion": self.resource.api_version,
+                "metadata": {"resourceVersion": str(event.resource_version)},
+            }
+        )
 
     # --- update ----------------------------------------------------------------
 

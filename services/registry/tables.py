@@ -46,13 +46,24 @@ def check_include_object(value: str) -> str:
 
 
 def table(
-    resource: Resource, objects: list[bytes], resource_version: str, include_object: str
+    resource: Resource,
+    objects: list[bytes],
+    resource_version: str,
+    include_object: str,
+    *,
+    continue_token: str = "",
+    remaining_item_count: int | None = None,
 ) -> bytes:
     include_object = check_include_object(include_object)
+    list_meta: dict[str, Any] = {"resourceVersion": resource_version} if resource_version else {}
+    if continue_token:
+        list_meta["continue"] = continue_token
+    if remaining_item_count is not None:
+        list_meta["remainingItemCount"] = remaining_item_count
     body: dict[str, Any] = {
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",
-        "metadata": {"resourceVersion": resource_version} if resource_version else {},
+        "metadata": list_meta,
         "columnDefinitions": [
             {
                 "name": c.name,

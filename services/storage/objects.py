@@ -12,24 +12,42 @@ from typing import Any
 import orjson
 
 from strata.proto.storage.v1 import storage_pb2
-from strata.storage import InvalidObject
+from strata.storage import CorruptObject, InvalidObject, ObjectTooLarge
+
+# etcd's default --max-request-bytes: a larger put is refused by etcd itself.
+MAX_OBJECT_BYTES = 1536 * 1024
 
 
-def decode(key: str, value: bytes) -> dict[str, Any]:
+def _decode(value: bytes) -> dict[str, Any] | None:
     try:
         obj = orjson.loads(value)
-    except orjson.JSONDecodeError as e:
-        raise InvalidObject(key, f"object at {key} is not JSON: {e}") from None
+    except orjson.JSONDecodeError:
+        return None
     if not isinstance(obj, dict) or not isinstance(obj.get("metadata", {}), dict):
-        raise InvalidObject(key, f"object at {key} is not a JSON object with metadata")
+        return None
     return obj
 
 
 def for_etcd(key: str, value: bytes) -> tuple[dict[str, Any], bytes]:
     """The decoded object and the bytes to store (resourceVersion removed)."""
-    obj = decode(key, value)
+    obj = _decode(value)
+    if obj is None:
+        raise InvalidObject(key, f"object for {key} is not a JSON object with metadata")
     obj.setdefault("metadata", {}).pop("resourceVersion", None)
-    return obj, orjson.dumps(obj)
+    data = orjson.dumps(obj)
+    if len(data) > MAX_OBJECT_BYTES:
+        raise ObjectTooLarge(
+            key, f"object is too large to store: {len(data)} bytes, limit is {MAX_OBJECT_BYTES}"
+        )
+    return obj, data
+
+
+def stored(key: str, value: bytes) -> dict[str, Any]:
+    """A value read from etcd as an object; CorruptObject when it is not one."""
+    obj = _decode(value)
+    if obj is None:
+        raise CorruptObject(key, f"stored value at {key} is not a JSON object with metadata")
+    return obj
 
 
 def envelope(key: str, obj: dict[str, Any], revision: int) -> storage_pb2.Object:
@@ -49,4 +67,4 @@ def envelope(key: str, obj: dict[str, Any], revision: int) -> storage_pb2.Object
 
 
 def from_etcd(key: str, value: bytes, revision: int) -> storage_pb2.Object:
-    return envelope(key, decode(key, value), revision)
+    return envelope(key, stored(key, value), revision)

@@ -3,23 +3,26 @@
 Keys given to the contract are relative ("/configmaps/demo/a"); the configured
 prefix ("/registry" by default) is put in front for etcd. An object's
 resourceVersion is its mod_revision, a list's is the header revision of the
-read, a delete's the revision of the delete.
+read (every page of one list is read at that revision), a delete's the
+revision of the delete.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncGenerator, Iterator
 from contextlib import contextmanager
 
 import grpc
 
 from services.storage import objects
-from strata.api.versions import parse_resource_version
 from strata.etcd import Etcd, prefix_end
 from strata.proto.etcd.etcdserverpb import rpc_pb2
 from strata.proto.etcd.mvccpb import kv_pb2
 from strata.proto.storage.v1 import storage_pb2
 from strata.storage import (
+    EXACT,
     Conflict,
     Expired,
     GetOptions,
@@ -33,8 +36,29 @@ from strata.storage import (
     Unavailable,
     WatchOptions,
 )
+from strata.storage import _continue as continuation
+from strata.storage._requests import (
+    Matcher,
+    check_list,
+    check_match,
+    compile_predicate,
+    revision,
+    through,
+)
 
 Compare = rpc_pb2.Compare
+Event = storage_pb2.WatchEvent
+# How long a read "not older than N" waits for etcd to reach N (kube's cacher waits 3s).
+DEFAULT_FUTURE_WAIT_SECONDS = 3.0
+# Keys read per etcd range while filtering a limited list (kube grows its batches to 10000).
+MAX_BATCH = 10000
+CONTINUE_EXPIRED = (
+    "The provided continue parameter is too old to display a consistent list result. You can "
+    "start a new list without the continue parameter, or use the continue token in this "
+    "response to retrieve the remainder of the results. Continuing with the provided token "
+    "results in an inconsistent list - objects that were created, modified, or deleted between "
+    "the time the first chunk was returned and now may show up in the list."
+)
 
 
 def _unchanged_since(ekey: bytes, mod_revision: int) -> Compare:
@@ -55,24 +79,34 @@ def _txn(ekey: bytes, condition: Compare, then: rpc_pb2.RequestOp) -> rpc_pb2.Tx
 
 
 @contextmanager
-def _etcd_errors(key: str) -> Iterator[None]:
+def _etcd_errors(key: str, at_revision: int = 0) -> Iterator[None]:
+    """etcd's gRPC errors as storage errors; at_revision names the revision read."""
     try:
         yield
     except grpc.aio.AioRpcError as e:
-        raise Unavailable(key, f"etcd: {e.details()}") from None
-
-
-def _revision(key: str, value: str) -> int:
-    try:
-        return parse_resource_version(value)
-    except ValueError as e:
-        raise InvalidObject(key, str(e)) from None
+        details = e.details() or ""
+        if "required revision has been compacted" in details:
+            raise Expired(key, f"too old resource version: {at_revision}") from None
+        if "required revision is a future revision" in details:
+            raise TooLargeResourceVersion(
+                key, f"Too large resource version: {at_revision}"
+            ) from None
+        raise Unavailable(key, f"etcd: {details or e.code().name}") from None
 
 
 class EtcdStorage:
-    def __init__(self, etcd: Etcd, prefix: str = "/registry") -> None:
+    def __init__(
+        self,
+        etcd: Etcd,
+        prefix: str = "/registry",
+        *,
+        future_wait_seconds: float = DEFAULT_FUTURE_WAIT_SECONDS,
+        progress_interval_seconds: float = 5.0,
+    ) -> None:
         self._etcd = etcd
         self._prefix = prefix.rstrip("/")
+        self._future_wait = future_wait_seconds
+        self._progress_interval = progress_interval_seconds
 
     def _etcd_key(self, key: str) -> bytes:
         if not key.startswith("/") or "/../" in key or key.endswith("/.."):
@@ -81,6 +115,8 @@ class EtcdStorage:
 
     def _key(self, etcd_key: bytes) -> str:
         return etcd_key.decode()[len(self._prefix) :]
+
+    # --- writes ----------------------------------------------------------------
 
     async def create(self, key: str, value: bytes, *, ttl_seconds: int = 0) -> storage_pb2.Object:
         ekey = self._etcd_key(key)
@@ -94,38 +130,6 @@ class EtcdStorage:
         if not response.succeeded:
             raise KeyExists(key)
         return objects.envelope(key, obj, response.header.revision)
-
-    async def get(self, key: str, opts: GetOptions = GetOptions()) -> storage_pb2.Object:
-        minimum = _revision(key, opts.resource_version)
-        with _etcd_errors(key):
-            response = await self._etcd.range(
-                self._etcd_key(key), serializable=opts.resource_version == "0"
-            )
-        self._check_not_older(key, minimum, response.header.revision)
-        if not response.kvs:
-            raise KeyNotFound(key)
-        kv = response.kvs[0]
-        return objects.from_etcd(key, kv.value, kv.mod_revision)
-
-    @staticmethod
-    def _check_not_older(key: str, minimum: int, revision: int) -> None:
-        if minimum > revision:
-            raise TooLargeResourceVersion(
-                key, f"Too large resource version: {minimum}, current: {revision}"
-            )
-
-    async def list(self, prefix: str, opts: ListOptions = ListOptions()) -> ListResult:
-        minimum = _revision(prefix, opts.resource_version)
-        start = self._etcd_key(prefix)
-        with _etcd_errors(prefix):
-            response = await self._etcd.range(
-                start, prefix_end(start), serializable=opts.resource_version == "0"
-            )
-        self._check_not_older(prefix, minimum, response.header.revision)
-        items = [
-            objects.from_etcd(self._key(kv.key), kv.value, kv.mod_revision) for kv in response.kvs
-        ]
-        return ListResult(items=items, resource_version=response.header.revision)
 
     async def update(
         self, key: str, value: bytes, *, expected_resource_version: int
@@ -169,7 +173,7 @@ class EtcdStorage:
 
     @staticmethod
     def _check_preconditions(key: str, kv: kv_pb2.KeyValue, pre: Preconditions) -> None:
-        meta = objects.decode(key, kv.value).get("metadata", {})
+        meta = objects.stored(key, kv.value).get("metadata", {})
         if pre.uid and pre.uid != meta.get("uid"):
             raise Conflict(
                 key,
@@ -183,46 +187,194 @@ class EtcdStorage:
                 f"ResourceVersion in object meta: {kv.mod_revision}",
             )
 
+    # --- reads -----------------------------------------------------------------
+
     async def current_revision(self) -> int:
         with _etcd_errors(""):
             response = await self._etcd.range(b"/", count_only=True)
         return response.header.revision
+
+    async def _not_older_than(self, key: str, minimum: int, read_revision: int) -> None:
+        """Wait (briefly) until etcd has reached minimum, else TooLargeResourceVersion."""
+        deadline = time.monotonic() + self._future_wait
+        current = read_revision
+        while current < minimum:
+            if time.monotonic() >= deadline:
+                raise TooLargeResourceVersion(
+                    key, f"Too large resource version: {minimum}, current: {current}"
+                )
+            await asyncio.sleep(0.05)
+            current = await self.current_revision()
+
+    async def get(self, key: str, opts: GetOptions = GetOptions()) -> storage_pb2.Object:
+        ekey = self._etcd_key(key)
+        wanted = revision(key, opts.resource_version)
+        check_match(key, opts.resource_version, opts.resource_version_match)
+        exact = opts.resource_version_match == EXACT
+        with _etcd_errors(key, wanted):
+            response = await self._etcd.range(
+                ekey,
+                revision=wanted if exact else 0,
+                serializable=opts.resource_version == "0",
+            )
+            if not exact and opts.resource_version != "0" and wanted > response.header.revision:
+                await self._not_older_than(key, wanted, response.header.revision)
+                response = await self._etcd.range(ekey)
+        if not response.kvs:
+            if opts.ignore_not_found:
+                return storage_pb2.Object(key=key, resource_version=response.header.revision)
+            raise KeyNotFound(key)
+        kv = response.kvs[0]
+        return objects.from_etcd(key, kv.value, kv.mod_revision)
+
+    async def count(self, prefix: str) -> int:
+        start = self._etcd_key(prefix)
+        with _etcd_errors(prefix):
+            response = await self._etcd.range(start, prefix_end(start), count_only=True)
+        return response.count
+
+    async def compact(self, revision: int) -> None:
+        with _etcd_errors("", revision):
+            await self._etcd.compact(revision)
+
+    async def list(self, prefix: str, opts: ListOptions = ListOptions()) -> ListResult:
+        check_list(prefix, opts)
+        matches = compile_predicate(prefix, opts.predicate)
+        base = self._etcd_key(prefix)
+        end = prefix_end(base)
+        serializable = False
+        if opts.continue_token:
+            at, start = continuation.decode(prefix, opts.continue_token)
+            key_from = base + start.encode()
+            at = 0 if at == continuation.LATEST else at
+        else:
+            key_from = base
+            wanted = revision(prefix, opts.resource_version)
+            at = wanted if opts.resource_version_match == EXACT else 0
+            serializable = opts.resource_version == "0"
+        try:
+            result = await self._read_pages(
+                prefix, key_from, end, at, opts.limit, matches, serializable
+            )
+        except Expired:
+            if not opts.continue_token:
+                raise
+            _, start = continuation.decode(prefix, opts.continue_token)
+            raise Expired(
+                prefix, CONTINUE_EXPIRED, continuation.encode(continuation.LATEST, start)
+            ) from None
+        if not opts.continue_token and opts.resource_version_match != EXACT:
+            wanted = revision(prefix, opts.resource_version)
+            if opts.resource_version != "0" and wanted > result.resource_version:
+                await self._not_older_than(prefix, wanted, result.resource_version)
+                return await self.list(prefix, opts)
+        return result
+
+    async def _read_pages(
+        self,
+        prefix: str,
+        key_from: bytes,
+        end: bytes,
+        at: int,
+        limit: int,
+        matches: Matcher,
+        serializable: bool,
+    ) -> ListResult:
+        """Items from key_from at revision at (0 = newest), at most limit of them."""
+        base_len = len(self._prefix) + len(prefix)
+        items: list[storage_pb2.Object] = []
+        batch = limit
+        first_count: int | None = None
+        while True:
+            with _etcd_errors(prefix, at):
+                response = await self._etcd.range(
+                    key_from, end, revision=at, limit=batch, serializable=serializable
+                )
+            at = at or response.header.revision
+            if first_count is None:
+                first_count = response.count
+            last_key = b""
+            for index, kv in enumerate(response.kvs):
+                obj = objects.from_etcd(self._key(kv.key), kv.value, kv.mod_revision)
+                if matches(obj):
+                    items.append(obj)
+                last_key = kv.key
+                if limit and len(items) == limit:
+                    more = response.more or index + 1 < len(response.kvs)
+                    if not more:
+                        return ListResult(items=items, resource_version=at)
+                    token = continuation.encode(at, kv.key[base_len:].decode() + "\x00")
+                    # Known only when nothing was filtered out: then this page is
+                    # the first batch, and etcd counted the keys from its start.
+                    remaining = None
+                    if matches.everything and first_count is not None:
+                        remaining = first_count - len(items)
+                    return ListResult(
+                        items=items,
+                        resource_version=at,
+                        continue_token=token,
+                        remaining_item_count=remaining,
+                    )
+            if not response.more or not limit:
+                return ListResult(items=items, resource_version=at)
+            key_from = last_key + b"\x00"
+            batch = min(batch * 2, MAX_BATCH)
+
+    # --- watch -----------------------------------------------------------------
 
     async def watch(
         self, key: str, opts: WatchOptions = WatchOptions()
     ) -> AsyncGenerator[storage_pb2.WatchEvent, None]:
         start = self._etcd_key(key)
         end = prefix_end(start) if opts.recursive else b""
-        since = _revision(key, opts.resource_version)
-        Type = storage_pb2.WatchEvent
-        with _etcd_errors(key):
+        requested = revision(key, opts.resource_version)
+        matches = compile_predicate(key, opts.predicate)
+        since = requested
+        with _etcd_errors(key, requested):
             if since == 0:
                 # "" and "0": the current state as ADDED, then every change after it.
                 state = await self._etcd.range(start, end)
                 for kv in state.kvs:
                     obj = objects.from_etcd(self._key(kv.key), kv.value, kv.mod_revision)
-                    yield Type(type=Type.ADDED, object=obj, resource_version=kv.mod_revision)
+                    if matches(obj):
+                        yield Event(type=Event.ADDED, object=obj, resource_version=kv.mod_revision)
                 since = state.header.revision
             async for response in self._etcd.watch(
-                start, end, start_revision=since + 1, prev_kv=True
+                start,
+                end,
+                start_revision=since + 1,
+                prev_kv=True,
+                progress_interval=self._progress_interval if opts.progress_notify else 0,
             ):
                 if response.compact_revision:
                     raise Expired(
                         key,
-                        f"too old resource version: {since} ({response.compact_revision})",
+                        f"too old resource version: {requested} ({response.compact_revision})",
                     )
                 if response.canceled:
                     raise Unavailable(key, f"etcd canceled the watch: {response.cancel_reason}")
+                if not response.events:
+                    if opts.progress_notify:
+                        yield Event(type=Event.BOOKMARK, resource_version=response.header.revision)
+                    continue
                 for event in response.events:
-                    yield self._event(event)
+                    converted = self._event(event, matches)
+                    if converted is not None:
+                        yield converted
 
-    def _event(self, event: kv_pb2.Event) -> storage_pb2.WatchEvent:
-        Type = storage_pb2.WatchEvent
+    def _event(self, event: kv_pb2.Event, matches: Matcher) -> storage_pb2.WatchEvent | None:
         kv = event.kv
         key = self._key(kv.key)
+        at = kv.mod_revision
+
+        def previous() -> storage_pb2.Object | None:
+            if not event.HasField("prev_kv"):
+                return None
+            return objects.from_etcd(key, event.prev_kv.value, at)
+
         if event.type == kv_pb2.Event.DELETE:
-            obj = objects.from_etcd(key, event.prev_kv.value, kv.mod_revision)
-            return Type(type=Type.DELETED, object=obj, resource_version=kv.mod_revision)
-        kind = Type.ADDED if kv.create_revision == kv.mod_revision else Type.MODIFIED
-        obj = objects.from_etcd(key, kv.value, kv.mod_revision)
-        return Type(type=kind, object=obj, resource_version=kv.mod_revision)
+            return through(matches, Event.DELETED, None, previous, at)
+        current = objects.from_etcd(key, kv.value, at)
+        if kv.create_revision == kv.mod_revision:
+            return through(matches, Event.ADDED, current, lambda: None, at)
+        return through(matches, Event.MODIFIED, current, previous, at)

@@ -36,6 +36,8 @@ class StatusError(Exception):
     message: str
     details: dict[str, Any] = field(default_factory=dict)
     retry_after_seconds: int | None = None
+    # ListMeta for the Status (an expired list's inconsistent continue token).
+    list_meta: dict[str, Any] = field(default_factory=dict)
 
     def __str__(self) -> str:
         return self.message
@@ -44,7 +46,7 @@ class StatusError(Exception):
         body: dict[str, Any] = {
             "kind": "Status",
             "apiVersion": "v1",
-            "metadata": {},
+            "metadata": self.list_meta,
             "status": "Failure",
             "message": self.message,
             "reason": self.reason,
@@ -64,6 +66,7 @@ class StatusError(Exception):
             reason=str(body.get("reason", "")),
             message=str(body.get("message", "")),
             details=dict(body.get("details") or {}),
+            list_meta=dict(body.get("metadata") or {}),
         )
 
 
@@ -138,8 +141,13 @@ def bad_request(message: str) -> StatusError:
     return StatusError(code=400, reason="BadRequest", message=message)
 
 
-def gone(message: str) -> StatusError:
-    return StatusError(code=410, reason="Expired", message=message)
+def gone(message: str, continue_token: str = "") -> StatusError:
+    return StatusError(
+        code=410,
+        reason="Expired",
+        message=message,
+        list_meta={"continue": continue_token} if continue_token else {},
+    )
 
 
 def unauthorized() -> StatusError:

@@ -106,19 +106,17 @@ class Etcd:
         *,
         start_revision: int = 0,
         prev_kv: bool = False,
-        progress_notify: bool = False,
+        progress_interval: float = 0,
     ) -> AsyncIterator[rpc_pb2.WatchResponse]:
         """Responses of one etcd watch, the created confirmation excluded.
 
+        With progress_interval, etcd is asked for a progress notification (a
+        response without events carrying the revision reached) that often.
         A response with compact_revision set (or canceled) ends the stream; the
         caller decides what that means.
         """
         create = rpc_pb2.WatchCreateRequest(
-            key=key,
-            range_end=range_end,
-            start_revision=start_revision,
-            prev_kv=prev_kv,
-            progress_notify=progress_notify,
+            key=key, range_end=range_end, start_revision=start_revision, prev_kv=prev_kv
         )
         requests: asyncio.Queue[rpc_pb2.WatchRequest | None] = asyncio.Queue()
         await requests.put(rpc_pb2.WatchRequest(create_request=create))
@@ -127,8 +125,15 @@ class Etcd:
             while (request := await requests.get()) is not None:
                 yield request
 
+        async def ask_for_progress() -> None:
+            while True:
+                await asyncio.sleep(progress_interval)
+                progress = rpc_pb2.WatchProgressRequest()
+                await requests.put(rpc_pb2.WatchRequest(progress_request=progress))
+
         with trace.use_span(self._span("Watch", key), end_on_exit=True):
             call = self._watch.Watch(outgoing())
+        ticker = asyncio.create_task(ask_for_progress()) if progress_interval > 0 else None
         try:
             async for response in call:
                 if response.created and not response.events and not response.canceled:
@@ -137,5 +142,7 @@ class Etcd:
                 if response.canceled or response.compact_revision:
                     return
         finally:
+            if ticker is not None:
+                ticker.cancel()
             await requests.put(None)
             call.cancel()

@@ -3,7 +3,8 @@ channel, which may lead to the storage service or to the cacher."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable
+from typing import TypeVar
 
 import grpc
 
@@ -13,9 +14,25 @@ from strata.storage._interface import (
     ListOptions,
     ListResult,
     Preconditions,
+    Predicate,
     WatchOptions,
 )
 from strata.storage._wire import restore
+
+T = TypeVar("T")
+
+
+async def _call(response: Awaitable[T]) -> T:
+    try:
+        return await response
+    except grpc.aio.AioRpcError as e:
+        raise restore(e) from None
+
+
+def predicate_message(predicate: Predicate) -> storage_pb2.Predicate:
+    return storage_pb2.Predicate(
+        label_selector=predicate.label_selector, field_selector=predicate.field_selector
+    )
 
 
 class GrpcStorage:
@@ -23,41 +40,44 @@ class GrpcStorage:
         self._stub = storage_pb2_grpc.StorageStub(channel)
 
     async def create(self, key: str, value: bytes, *, ttl_seconds: int = 0) -> storage_pb2.Object:
-        try:
-            return await self._stub.Create(
-                storage_pb2.CreateRequest(key=key, value=value, ttl_seconds=ttl_seconds)
-            )
-        except grpc.aio.AioRpcError as e:
-            raise restore(e) from None
+        request = storage_pb2.CreateRequest(key=key, value=value, ttl_seconds=ttl_seconds)
+        return await _call(self._stub.Create(request))
 
     async def get(self, key: str, opts: GetOptions = GetOptions()) -> storage_pb2.Object:
-        try:
-            return await self._stub.Get(
-                storage_pb2.GetRequest(key=key, resource_version=opts.resource_version)
-            )
-        except grpc.aio.AioRpcError as e:
-            raise restore(e) from None
+        request = storage_pb2.GetRequest(
+            key=key,
+            resource_version=opts.resource_version,
+            resource_version_match=opts.resource_version_match,
+            ignore_not_found=opts.ignore_not_found,
+        )
+        return await _call(self._stub.Get(request))
 
     async def list(self, prefix: str, opts: ListOptions = ListOptions()) -> ListResult:
-        try:
-            response = await self._stub.List(
-                storage_pb2.ListRequest(prefix=prefix, resource_version=opts.resource_version)
-            )
-        except grpc.aio.AioRpcError as e:
-            raise restore(e) from None
-        return ListResult(items=list(response.items), resource_version=response.resource_version)
+        request = storage_pb2.ListRequest(
+            prefix=prefix,
+            resource_version=opts.resource_version,
+            resource_version_match=opts.resource_version_match,
+            limit=opts.limit,
+            predicate=predicate_message(opts.predicate),
+        )
+        setattr(request, "continue", opts.continue_token)  # a Python keyword
+        response = await _call(self._stub.List(request))
+        return ListResult(
+            items=list(response.items),
+            resource_version=response.resource_version,
+            continue_token=getattr(response, "continue"),
+            remaining_item_count=response.remaining_item_count
+            if response.HasField("remaining_item_count")
+            else None,
+        )
 
     async def update(
         self, key: str, value: bytes, *, expected_resource_version: int
     ) -> storage_pb2.Object:
-        try:
-            return await self._stub.Update(
-                storage_pb2.UpdateRequest(
-                    key=key, value=value, expected_resource_version=expected_resource_version
-                )
-            )
-        except grpc.aio.AioRpcError as e:
-            raise restore(e) from None
+        request = storage_pb2.UpdateRequest(
+            key=key, value=value, expected_resource_version=expected_resource_version
+        )
+        return await _call(self._stub.Update(request))
 
     async def delete(
         self, key: str, *, preconditions: Preconditions | None = None
@@ -66,17 +86,18 @@ class GrpcStorage:
         if preconditions is not None:
             request.preconditions.uid = preconditions.uid
             request.preconditions.resource_version = preconditions.resource_version
-        try:
-            return await self._stub.Delete(request)
-        except grpc.aio.AioRpcError as e:
-            raise restore(e) from None
+        return await _call(self._stub.Delete(request))
 
     async def watch(
         self, key: str, opts: WatchOptions = WatchOptions()
     ) -> AsyncGenerator[storage_pb2.WatchEvent, None]:
         call = self._stub.Watch(
             storage_pb2.WatchRequest(
-                key=key, recursive=opts.recursive, resource_version=opts.resource_version
+                key=key,
+                recursive=opts.recursive,
+                resource_version=opts.resource_version,
+                predicate=predicate_message(opts.predicate),
+                progress_notify=opts.progress_notify,
             )
         )
         try:
@@ -88,8 +109,12 @@ class GrpcStorage:
             call.cancel()
 
     async def current_revision(self) -> int:
-        try:
-            response = await self._stub.CurrentRevision(storage_pb2.CurrentRevisionRequest())
-        except grpc.aio.AioRpcError as e:
-            raise restore(e) from None
+        response = await _call(self._stub.CurrentRevision(storage_pb2.CurrentRevisionRequest()))
         return response.revision
+
+    async def count(self, prefix: str) -> int:
+        response = await _call(self._stub.Count(storage_pb2.CountRequest(prefix=prefix)))
+        return response.count
+
+    async def compact(self, revision: int) -> None:
+        await _call(self._stub.Compact(storage_pb2.CompactRequest(revision=revision)))

@@ -29,7 +29,15 @@ class Conflict(StorageError):
 
 
 class Expired(StorageError):
-    """The requested resourceVersion has been compacted or left the watch window."""
+    """The requested resourceVersion has been compacted or left the watch window.
+
+    For a list continued past compaction, continue_token reads the rest at the
+    newest revision (kube's "inconsistent continue").
+    """
+
+    def __init__(self, key: str = "", message: str = "", continue_token: str = "") -> None:
+        super().__init__(key, message)
+        self.continue_token = continue_token
 
 
 class TooLargeResourceVersion(StorageError):
@@ -41,7 +49,19 @@ class Unavailable(StorageError):
 
 
 class InvalidObject(StorageError):
-    """The stored or supplied bytes are not an object storage can handle."""
+    """The supplied object cannot be stored as it is."""
+
+
+class ObjectTooLarge(InvalidObject):
+    """The object is larger than etcd accepts in one request."""
+
+
+class InvalidRequest(StorageError):
+    """The request's arguments are malformed (resourceVersion, limit, continue, selector)."""
+
+
+class CorruptObject(StorageError):
+    """A stored value cannot be read back (not JSON, or it cannot be decrypted)."""
 
 
 ERROR_TYPES: dict[str, type[StorageError]] = {
@@ -54,5 +74,8 @@ ERROR_TYPES: dict[str, type[StorageError]] = {
         TooLargeResourceVersion,
         Unavailable,
         InvalidObject,
+        ObjectTooLarge,
+        InvalidRequest,
+        CorruptObject,
     )
 }

@@ -4,10 +4,14 @@ Both the storage service (on etcd) and the cacher serve it over
 strata.storage.v1.Storage; GrpcStorage is the client side of either. Values are
 the protobuf envelopes themselves (Object, WatchEvent): they already are plain
 values, and keeping them avoids a copy at every hop.
+
+resourceVersion semantics follow kube: "" is a linearizable read, "0" any
+state, N with match "" or NotOlderThan at least N, N with match Exact exactly N.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Protocol
@@ -17,22 +21,49 @@ from strata.proto.storage.v1 import storage_pb2
 Object = storage_pb2.Object
 WatchEvent = storage_pb2.WatchEvent
 
+NOT_OLDER_THAN = "NotOlderThan"
+EXACT = "Exact"
+MATCHES = ("", NOT_OLDER_THAN, EXACT)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Predicate:
+    """Label and field selectors in kube's syntax; empty selects everything."""
+
+    label_selector: str = ""
+    field_selector: str = ""
+
+    @property
+    def empty(self) -> bool:
+        return not self.label_selector.strip() and not self.field_selector.strip()
+
+
+EVERYTHING = Predicate()
+
 
 @dataclass(frozen=True, kw_only=True)
 class GetOptions:
-    # "" = linearizable, "0" = any state, N = not older than N.
     resource_version: str = ""
+    resource_version_match: str = ""
+    # A missing object comes back as an Object with an empty value.
+    ignore_not_found: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
 class ListOptions:
     resource_version: str = ""
+    resource_version_match: str = ""
+    limit: int = 0
+    continue_token: str = ""
+    predicate: Predicate = dataclasses.field(default_factory=Predicate)
 
 
 @dataclass(frozen=True, kw_only=True)
 class ListResult:
     items: list[storage_pb2.Object]
     resource_version: int
+    continue_token: str = ""
+    remaining_item_count: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,19 +76,22 @@ class Preconditions:
 class WatchOptions:
     resource_version: str = ""
     recursive: bool = True
+    predicate: Predicate = dataclasses.field(default_factory=Predicate)
+    # BOOKMARK events with the revision reached, while nothing else happens.
+    progress_notify: bool = False
 
 
 class Storage(Protocol):
     async def create(self, key: str, value: bytes, *, ttl_seconds: int = 0) -> storage_pb2.Object:
-        """Store value at key; KeyExists if something is there."""
+        """Store value at key; KeyExists if something is there. A TTL expires it via a lease."""
         ...
 
     async def get(self, key: str, opts: GetOptions = GetOptions()) -> storage_pb2.Object:
-        """The object at key; KeyNotFound if none."""
+        """The object at key; KeyNotFound if none (unless opts.ignore_not_found)."""
         ...
 
     async def list(self, prefix: str, opts: ListOptions = ListOptions()) -> ListResult:
-        """Every object under prefix, read at one revision."""
+        """Objects under prefix, every page of one list read at one revision."""
         ...
 
     async def update(
@@ -80,4 +114,12 @@ class Storage(Protocol):
 
     async def current_revision(self) -> int:
         """The newest revision storage has."""
+        ...
+
+    async def count(self, prefix: str) -> int:
+        """How many objects are stored under prefix."""
+        ...
+
+    async def compact(self, revision: int) -> None:
+        """Forget the history before revision."""
         ...

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import grpc
 
-from strata.storage._errors import ERROR_TYPES, StorageError, Unavailable
+from strata.storage._errors import ERROR_TYPES, Expired, StorageError, Unavailable
 
 ERROR_METADATA_KEY = "strata-storage-error"
+KEY_METADATA_KEY = "strata-storage-key"
+CONTINUE_METADATA_KEY = "strata-storage-continue"
 
 _CODES: dict[str, grpc.StatusCode] = {
     "KeyNotFound": grpc.StatusCode.NOT_FOUND,
@@ -17,24 +19,33 @@ _CODES: dict[str, grpc.StatusCode] = {
     "TooLargeResourceVersion": grpc.StatusCode.DEADLINE_EXCEEDED,
     "Unavailable": grpc.StatusCode.UNAVAILABLE,
     "InvalidObject": grpc.StatusCode.INVALID_ARGUMENT,
+    "ObjectTooLarge": grpc.StatusCode.RESOURCE_EXHAUSTED,
+    "InvalidRequest": grpc.StatusCode.INVALID_ARGUMENT,
+    "CorruptObject": grpc.StatusCode.DATA_LOSS,
 }
 
 
 async def abort(context: grpc.aio.ServicerContext[object, object], error: StorageError) -> None:
     """End the call with error's code and name (never returns)."""
     name = type(error).__name__
-    context.set_trailing_metadata(((ERROR_METADATA_KEY, name), ("strata-storage-key", error.key)))
+    metadata = [(ERROR_METADATA_KEY, name), (KEY_METADATA_KEY, error.key)]
+    if isinstance(error, Expired) and error.continue_token:
+        metadata.append((CONTINUE_METADATA_KEY, error.continue_token))
+    context.set_trailing_metadata(tuple(metadata))
     await context.abort(_CODES.get(name, grpc.StatusCode.UNKNOWN), error.message)
 
 
 def restore(error: grpc.aio.AioRpcError) -> StorageError:
     """The typed error a failed call stands for."""
-    metadata = dict(error.trailing_metadata() or ())
+    metadata = {k: v for k, v in (error.trailing_metadata() or ()) if isinstance(v, str)}
     name = metadata.get(ERROR_METADATA_KEY)
-    key = str(metadata.get("strata-storage-key", ""))
-    cls = ERROR_TYPES.get(str(name)) if name else None
+    key = metadata.get(KEY_METADATA_KEY, "")
+    message = error.details() or ""
+    cls = ERROR_TYPES.get(name) if name else None
+    if cls is Expired:
+        return Expired(key, message, metadata.get(CONTINUE_METADATA_KEY, ""))
     if cls is not None:
-        return cls(key, error.details() or "")
+        return cls(key, message)
     if error.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-        return Unavailable(key, error.details() or str(error.code()))
-    return StorageError(key, f"{error.code()}: {error.details()}")
+        return Unavailable(key, message or str(error.code()))
+    return StorageError(key, f"{error.code()}: {message}")

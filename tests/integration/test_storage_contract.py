@@ -23,11 +23,14 @@ from strata.storage import (
     KeyNotFound,
     ListOptions,
     Preconditions,
+    Predicate,
     WatchOptions,
     guaranteed_update,
 )
+from strata.storage._requests import compile_predicate
 
 Event = storage_pb2.WatchEvent
+EVERYTHING = compile_predicate("/", Predicate())
 
 
 def resource() -> str:
@@ -216,15 +219,15 @@ async def test_cache_window_replays_or_says_expired(storage_address: str) -> Non
         revisions.append(created.resource_version)
     await cache.wait_for_revision(revisions[-1])
     # The window holds the last three events: a watch from just before them replays them.
-    replay = cache.watch(root, revisions[1], recursive=True)
+    replay = cache.watch(root, revisions[1], True, EVERYTHING)
     seen = await next_events(replay, 3)
     assert [e.resource_version for e in seen] == revisions[2:]
     await replay.aclose()
-    too_old = cache.watch(root, revisions[0], recursive=True)
+    too_old = cache.watch(root, revisions[0], True, EVERYTHING)
     with pytest.raises(Expired):
         await next_events(too_old, 1)
     # Reads from the cache see the latest state.
-    listed = cache.list(root)
+    listed = cache.list(root, EVERYTHING)
     assert [o.name for o in listed.items] == [f"o{i}" for i in range(5)]
     assert listed.resource_version == revisions[-1]
     await cache.stop()

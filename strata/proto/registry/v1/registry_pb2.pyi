@@ -242,9 +242,18 @@ class ListOptions(_message.Message):
     FIELD_SELECTOR_FIELD_NUMBER: _builtins.int
     RESOURCE_VERSION_FIELD_NUMBER: _builtins.int
     RENDERING_FIELD_NUMBER: _builtins.int
+    LIMIT_FIELD_NUMBER: _builtins.int
+    CONTINUE_FIELD_NUMBER: _builtins.int
+    RESOURCE_VERSION_MATCH_FIELD_NUMBER: _builtins.int
+    ALLOW_WATCH_BOOKMARKS_FIELD_NUMBER: _builtins.int
     label_selector: _builtins.str
     field_selector: _builtins.str
     resource_version: _builtins.str
+    limit: _builtins.int
+    resource_version_match: _builtins.str
+    """"", "NotOlderThan" or "Exact"."""
+    allow_watch_bookmarks: _builtins.bool
+    """Watches only: send BOOKMARK events."""
     @_builtins.property
     def rendering(self) -> Global___Rendering: ...
     def __init__(
@@ -254,10 +263,13 @@ class ListOptions(_message.Message):
         field_selector: _builtins.str = ...,
         resource_version: _builtins.str = ...,
         rendering: Global___Rendering | None = ...,
+        limit: _builtins.int = ...,
+        resource_version_match: _builtins.str = ...,
+        allow_watch_bookmarks: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["rendering", b"rendering"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["field_selector", b"field_selector", "label_selector", b"label_selector", "rendering", b"rendering", "resource_version", b"resource_version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allow_watch_bookmarks", b"allow_watch_bookmarks", "continue", b"continue", "field_selector", b"field_selector", "label_selector", b"label_selector", "limit", b"limit", "rendering", b"rendering", "resource_version", b"resource_version", "resource_version_match", b"resource_version_match"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -294,9 +306,12 @@ class ListResponse(_message.Message):
     ITEMS_FIELD_NUMBER: _builtins.int
     RESOURCE_VERSION_FIELD_NUMBER: _builtins.int
     TABLE_FIELD_NUMBER: _builtins.int
+    CONTINUE_FIELD_NUMBER: _builtins.int
+    REMAINING_ITEM_COUNT_FIELD_NUMBER: _builtins.int
     resource_version: _builtins.int
     table: _builtins.bytes
     """The whole Table JSON, when options.rendering.as_table."""
+    remaining_item_count: _builtins.int
     @_builtins.property
     def items(self) -> _containers.RepeatedScalarFieldContainer[_builtins.bytes]:
         """Each item's JSON, in key order; empty when a table was asked for."""
@@ -307,12 +322,15 @@ class ListResponse(_message.Message):
         items: _abc.Iterable[_builtins.bytes] | None = ...,
         resource_version: _builtins.int = ...,
         table: _builtins.bytes = ...,
+        remaining_item_count: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_remaining_item_count", b"_remaining_item_count", "remaining_item_count", b"remaining_item_count"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["items", b"items", "resource_version", b"resource_version", "table", b"table"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_remaining_item_count", b"_remaining_item_count", "continue", b"continue", "items", b"items", "remaining_item_count", b"remaining_item_count", "resource_version", b"resource_version", "table", b"table"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__remaining_item_count: _TypeAlias = _typing.Literal["remaining_item_count"]  # noqa: Y015
+    _WhichOneofArgType__remaining_item_count: _TypeAlias = _typing.Literal["_remaining_item_count", b"_remaining_item_count"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__remaining_item_count) -> _WhichOneofReturnType__remaining_item_count | None: ...
 
 Global___ListResponse: _TypeAlias = ListResponse  # noqa: Y015
 

@@ -6,8 +6,10 @@ etcd) and the cacher implement, so the registry cannot tell them apart.
 
 Errors travel as gRPC status codes; the trailing metadata key
 "strata-storage-error" names the typed error (KeyNotFound, KeyExists,
-Conflict, Expired, TooLargeResourceVersion, Unavailable, InvalidObject) so
-the client adapter restores the same type.
+Conflict, Expired, TooLargeResourceVersion, Unavailable, InvalidObject,
+ObjectTooLarge, InvalidRequest, CorruptObject) so the client adapter restores
+the same type; "strata-storage-continue" carries the token an Expired list
+offers for continuing inconsistently.
 """
 
 from collections import abc as _abc
@@ -25,6 +27,32 @@ else:
     from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+@_typing.final
+class Predicate(_message.Message):
+    """Which objects a list or watch returns, in kube's selector syntax; fields are
+    metadata.name and metadata.namespace.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LABEL_SELECTOR_FIELD_NUMBER: _builtins.int
+    FIELD_SELECTOR_FIELD_NUMBER: _builtins.int
+    label_selector: _builtins.str
+    field_selector: _builtins.str
+    def __init__(
+        self,
+        *,
+        label_selector: _builtins.str = ...,
+        field_selector: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["field_selector", b"field_selector", "label_selector", b"label_selector"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Predicate: _TypeAlias = Predicate  # noqa: Y015
 
 @_typing.final
 class Object(_message.Message):
@@ -122,18 +150,27 @@ class GetRequest(_message.Message):
 
     KEY_FIELD_NUMBER: _builtins.int
     RESOURCE_VERSION_FIELD_NUMBER: _builtins.int
+    RESOURCE_VERSION_MATCH_FIELD_NUMBER: _builtins.int
+    IGNORE_NOT_FOUND_FIELD_NUMBER: _builtins.int
     key: _builtins.str
     resource_version: _builtins.str
-    """"" = linearizable read, "0" = any state, N = not older than N."""
+    """"" = linearizable read, "0" = any state, N = not older than N (or exactly
+    N with resource_version_match "Exact").
+    """
+    resource_version_match: _builtins.str
+    ignore_not_found: _builtins.bool
+    """A missing object is an Object with an empty value instead of KeyNotFound."""
     def __init__(
         self,
         *,
         key: _builtins.str = ...,
         resource_version: _builtins.str = ...,
+        resource_version_match: _builtins.str = ...,
+        ignore_not_found: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "resource_version", b"resource_version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ignore_not_found", b"ignore_not_found", "key", b"key", "resource_version", b"resource_version", "resource_version_match", b"resource_version_match"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -145,18 +182,31 @@ class ListRequest(_message.Message):
 
     PREFIX_FIELD_NUMBER: _builtins.int
     RESOURCE_VERSION_FIELD_NUMBER: _builtins.int
+    RESOURCE_VERSION_MATCH_FIELD_NUMBER: _builtins.int
+    LIMIT_FIELD_NUMBER: _builtins.int
+    CONTINUE_FIELD_NUMBER: _builtins.int
+    PREDICATE_FIELD_NUMBER: _builtins.int
     prefix: _builtins.str
     """Every key under this prefix (it should end with "/")."""
     resource_version: _builtins.str
+    resource_version_match: _builtins.str
+    """"", "NotOlderThan" or "Exact"."""
+    limit: _builtins.int
+    """At most this many items (0 = all); more is signalled by continue."""
+    @_builtins.property
+    def predicate(self) -> Global___Predicate: ...
     def __init__(
         self,
         *,
         prefix: _builtins.str = ...,
         resource_version: _builtins.str = ...,
+        resource_version_match: _builtins.str = ...,
+        limit: _builtins.int = ...,
+        predicate: Global___Predicate | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["predicate", b"predicate"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["prefix", b"prefix", "resource_version", b"resource_version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["continue", b"continue", "limit", b"limit", "predicate", b"predicate", "prefix", b"prefix", "resource_version", b"resource_version", "resource_version_match", b"resource_version_match"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -168,8 +218,12 @@ class ListResponse(_message.Message):
 
     ITEMS_FIELD_NUMBER: _builtins.int
     RESOURCE_VERSION_FIELD_NUMBER: _builtins.int
+    CONTINUE_FIELD_NUMBER: _builtins.int
+    REMAINING_ITEM_COUNT_FIELD_NUMBER: _builtins.int
     resource_version: _builtins.int
-    """The revision the list was read at."""
+    """The revision the list was read at; every page of one list shares it."""
+    remaining_item_count: _builtins.int
+    """Objects after this page, when known (no predicate)."""
     @_builtins.property
     def items(self) -> _containers.RepeatedCompositeFieldContainer[Global___Object]: ...
     def __init__(
@@ -177,12 +231,15 @@ class ListResponse(_message.Message):
         *,
         items: _abc.Iterable[Global___Object] | None = ...,
         resource_version: _builtins.int = ...,
+        remaining_item_count: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_remaining_item_count", b"_remaining_item_count", "remaining_item_count", b"remaining_item_count"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["items", b"items", "resource_version", b"resource_version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_remaining_item_count", b"_remaining_item_count", "continue", b"continue", "items", b"items", "remaining_item_count", b"remaining_item_count", "resource_version", b"resource_version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__remaining_item_count: _TypeAlias = _typing.Literal["remaining_item_count"]  # noqa: Y015
+    _WhichOneofArgType__remaining_item_count: _TypeAlias = _typing.Literal["_remaining_item_count", b"_remaining_item_count"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__remaining_item_count) -> _WhichOneofReturnType__remaining_item_count | None: ...
 
 Global___ListResponse: _TypeAlias = ListResponse  # noqa: Y015
 
@@ -264,21 +321,29 @@ class WatchRequest(_message.Message):
     KEY_FIELD_NUMBER: _builtins.int
     RECURSIVE_FIELD_NUMBER: _builtins.int
     RESOURCE_VERSION_FIELD_NUMBER: _builtins.int
+    PREDICATE_FIELD_NUMBER: _builtins.int
+    PROGRESS_NOTIFY_FIELD_NUMBER: _builtins.int
     key: _builtins.str
     """A key, or a prefix when recursive is set."""
     recursive: _builtins.bool
     resource_version: _builtins.str
     """Every change after this revision; "" or "0" = current state as ADDED first."""
+    progress_notify: _builtins.bool
+    """Send BOOKMARK events carrying the revision reached while nothing changes."""
+    @_builtins.property
+    def predicate(self) -> Global___Predicate: ...
     def __init__(
         self,
         *,
         key: _builtins.str = ...,
         recursive: _builtins.bool = ...,
         resource_version: _builtins.str = ...,
+        predicate: Global___Predicate | None = ...,
+        progress_notify: _builtins.bool = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["predicate", b"predicate"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "recursive", b"recursive", "resource_version", b"resource_version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "predicate", b"predicate", "progress_notify", b"progress_notify", "recursive", b"recursive", "resource_version", b"resource_version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -363,3 +428,75 @@ class CurrentRevisionResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___CurrentRevisionResponse: _TypeAlias = CurrentRevisionResponse  # noqa: Y015
+
+@_typing.final
+class CountRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PREFIX_FIELD_NUMBER: _builtins.int
+    prefix: _builtins.str
+    def __init__(
+        self,
+        *,
+        prefix: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["prefix", b"prefix"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CountRequest: _TypeAlias = CountRequest  # noqa: Y015
+
+@_typing.final
+class CountResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    COUNT_FIELD_NUMBER: _builtins.int
+    count: _builtins.int
+    def __init__(
+        self,
+        *,
+        count: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["count", b"count"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CountResponse: _TypeAlias = CountResponse  # noqa: Y015
+
+@_typing.final
+class CompactRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REVISION_FIELD_NUMBER: _builtins.int
+    revision: _builtins.int
+    def __init__(
+        self,
+        *,
+        revision: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["revision", b"revision"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CompactRequest: _TypeAlias = CompactRequest  # noqa: Y015
+
+@_typing.final
+class CompactResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CompactResponse: _TypeAlias = CompactResponse  # noqa: Y015

@@ -69,6 +69,16 @@ class StorageStub:
                 request_serializer=strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.CurrentRevisionRequest.SerializeToString,
                 response_deserializer=strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.CurrentRevisionResponse.FromString,
                 _registered_method=True)
+        self.Count = channel.unary_unary(
+                '/strata.storage.v1.Storage/Count',
+                request_serializer=strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.CountRequest.SerializeToString,
+                response_deserializer=strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.CountResponse.FromString,
+                _registered_method=True)
+        self.Compact = channel.unary_unary(
+                '/strata.storage.v1.Storage/Compact',
+                request_serializer=strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.CompactRequest.SerializeToString,
+                response_deserializer=strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.CompactResponse.FromString,
+                _registered_method=True)
 
 
 class StorageServicer:
@@ -118,6 +128,20 @@ class StorageServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Count(self, request, context):
+        """How many objects are stored under a prefix.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Compact(self, request, context):
+        """Forget history before a revision (tests and the compactor).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_StorageServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -155,6 +179,16 @@ def add_StorageServicer_to_server(servicer, server):
                     servicer.CurrentRevision,
                     request_deserializer=strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.CurrentRevisionRequest.FromString,
                     response_serializer=strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.CurrentRevisionResponse.SerializeToString,
+            ),
+            'Count': grpc.unary_unary_rpc_method_handler(
+                    servicer.Count,
+                    request_deserializer=strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.CountRequest.FromString,
+                    response_serializer=strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.CountResponse.SerializeToString,
+            ),
+            'Compact': grpc.unary_unary_rpc_method_handler(
+                    servicer.Compact,
+                    request_deserializer=strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.CompactRequest.FromString,
+                    response_serializer=strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.CompactResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -346,6 +380,60 @@ class Storage:
             '/strata.storage.v1.Storage/CurrentRevision',
             strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.CurrentRevisionRequest.SerializeToString,
             strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.CurrentRevisionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Count(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.storage.v1.Storage/Count',
+            strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.CountRequest.SerializeToString,
+            strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.CountResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Compact(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.storage.v1.Storage/Compact',
+            strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.CompactRequest.SerializeToString,
+            strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.CompactResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -6,8 +6,10 @@ etcd) and the cacher implement, so the registry cannot tell them apart.
 
 Errors travel as gRPC status codes; the trailing metadata key
 "strata-storage-error" names the typed error (KeyNotFound, KeyExists,
-Conflict, Expired, TooLargeResourceVersion, Unavailable, InvalidObject) so
-the client adapter restores the same type.
+Conflict, Expired, TooLargeResourceVersion, Unavailable, InvalidObject,
+ObjectTooLarge, InvalidRequest, CorruptObject) so the client adapter restores
+the same type; "strata-storage-continue" carries the token an Expired list
+offers for continuing inconsistently.
 """
 
 from collections import abc as _abc
@@ -47,6 +49,10 @@ class StorageStub:
     """Returns the last state of the object, at the delete revision."""
     Watch: _grpc.UnaryStreamMultiCallable[_storage_pb2.WatchRequest, _storage_pb2.WatchEvent]
     CurrentRevision: _grpc.UnaryUnaryMultiCallable[_storage_pb2.CurrentRevisionRequest, _storage_pb2.CurrentRevisionResponse]
+    Count: _grpc.UnaryUnaryMultiCallable[_storage_pb2.CountRequest, _storage_pb2.CountResponse]
+    """How many objects are stored under a prefix."""
+    Compact: _grpc.UnaryUnaryMultiCallable[_storage_pb2.CompactRequest, _storage_pb2.CompactResponse]
+    """Forget history before a revision (tests and the compactor)."""
 
 @_typing.type_check_only
 class StorageAsyncStub(StorageStub):
@@ -60,6 +66,10 @@ class StorageAsyncStub(StorageStub):
     """Returns the last state of the object, at the delete revision."""
     Watch: _aio.UnaryStreamMultiCallable[_storage_pb2.WatchRequest, _storage_pb2.WatchEvent]  # type: ignore[assignment]
     CurrentRevision: _aio.UnaryUnaryMultiCallable[_storage_pb2.CurrentRevisionRequest, _storage_pb2.CurrentRevisionResponse]  # type: ignore[assignment]
+    Count: _aio.UnaryUnaryMultiCallable[_storage_pb2.CountRequest, _storage_pb2.CountResponse]  # type: ignore[assignment]
+    """How many objects are stored under a prefix."""
+    Compact: _aio.UnaryUnaryMultiCallable[_storage_pb2.CompactRequest, _storage_pb2.CompactResponse]  # type: ignore[assignment]
+    """Forget history before a revision (tests and the compactor)."""
 
 class StorageServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -112,5 +122,21 @@ class StorageServicer(metaclass=_abc_1.ABCMeta):
         request: _storage_pb2.CurrentRevisionRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_storage_pb2.CurrentRevisionResponse, _abc.Awaitable[_storage_pb2.CurrentRevisionResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def Count(
+        self,
+        request: _storage_pb2.CountRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_storage_pb2.CountResponse, _abc.Awaitable[_storage_pb2.CountResponse]]:
+        """How many objects are stored under a prefix."""
+
+    @_abc_1.abstractmethod
+    def Compact(
+        self,
+        request: _storage_pb2.CompactRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_storage_pb2.CompactResponse, _abc.Awaitable[_storage_pb2.CompactResponse]]:
+        """Forget history before a revision (tests and the compactor)."""
 
 def add_StorageServicer_to_server(servicer: StorageServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -1,0 +1,127 @@
+"""Checks on read requests that every implementation makes the same way, and
+the compiled form of a Predicate, so the storage service and the cacher
+refuse the same inputs with the same typed errors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from strata.api.errors import StatusError
+from strata.api.selectors import (
+    FieldSelector,
+    LabelSelector,
+    parse_field_selector,
+    parse_label_selector,
+)
+from strata.api.versions import parse_resource_version
+from strata.proto.storage.v1 import storage_pb2
+from strata.storage._errors import InvalidRequest
+from strata.storage._interface import EXACT, MATCHES, ListOptions, Predicate
+
+FIELDS = frozenset({"metadata.name", "metadata.namespace"})
+
+
+def revision(key: str, value: str) -> int:
+    """The revision a resourceVersion names (0 for ""); InvalidRequest if none."""
+    try:
+        return parse_resource_version(value)
+    except ValueError:
+        raise InvalidRequest(key, f"invalid resource version: {value!r}") from None
+
+
+def check_match(key: str, resource_version: str, match: str) -> None:
+    if match not in MATCHES:
+        raise InvalidRequest(
+            key,
+            f'unsupported resourceVersionMatch "{match}": supported values: '
+            '"Exact", "NotOlderThan", ""',
+        )
+    if match and not resource_version:
+        raise InvalidRequest(
+            key, "resourceVersionMatch is forbidden unless resourceVersion is given"
+        )
+    if match == EXACT and resource_version == "0":
+        raise InvalidRequest(
+            key, 'resourceVersionMatch "Exact" is forbidden for resourceVersion "0"'
+        )
+
+
+def check_list(prefix: str, opts: ListOptions) -> None:
+    revision(prefix, opts.resource_version)
+    check_match(prefix, opts.resource_version, opts.resource_version_match)
+    if opts.limit < 0:
+        raise InvalidRequest(prefix, f"limit must not be negative, got {opts.limit}")
+    if opts.continue_token and opts.resource_version not in ("", "0"):
+        raise InvalidRequest(
+            prefix, "specifying resource version is not allowed when using continue"
+        )
+    if opts.continue_token and opts.resource_version_match:
+        raise InvalidRequest(prefix, "resourceVersionMatch is forbidden when continue is provided")
+
+
+@dataclass(frozen=True)
+class Matcher:
+    labels: LabelSelector
+    fields: FieldSelector
+
+    @property
+    def everything(self) -> bool:
+        return self.labels.empty and self.fields.empty
+
+    def __call__(self, obj: storage_pb2.Object) -> bool:
+        if not self.labels.empty and not self.labels.matches(obj.labels):
+            return False
+        if not self.fields.empty:
+            return self.fields.matches(
+                {"metadata.name": obj.name, "metadata.namespace": obj.namespace}
+            )
+        return True
+
+
+def compile_predicate(key: str, predicate: Predicate) -> Matcher:
+    try:
+        return Matcher(
+            parse_label_selector(predicate.label_selector),
+            parse_field_selector(predicate.field_selector, FIELDS),
+        )
+    except StatusError as e:
+        raise InvalidRequest(key, e.message) from None
+
+
+Event = storage_pb2.WatchEvent
+
+
+def through(
+    matches: Matcher,
+    kind: storage_pb2.WatchEvent.Type.ValueType,
+    current: storage_pb2.Object | None,
+    previous: Callable[[], storage_pb2.Object | None],
+    at: int,
+) -> storage_pb2.WatchEvent | None:
+    """A change as a watcher with this predicate sees it (kube's watch filtering).
+
+    kind is what happened to the key: ADDED (created), MODIFIED or DELETED;
+    current is the new state (None for DELETED), previous gives the old one only
+    when needed. An object that starts matching is ADDED, one that stops is
+    DELETED (with its old state at this revision), one that never matched is
+    not seen at all.
+    """
+    if kind == Event.DELETED:
+        old = previous()
+        if old is None or not matches(old):
+            return None
+        return Event(type=Event.DELETED, object=old, resource_version=at)
+    assert current is not None
+    if matches.everything:
+        return Event(type=kind, object=current, resource_version=at)
+    now = matches(current)
+    old = previous() if kind == Event.MODIFIED else None
+    before = old is not None and matches(old)
+    if now:
+        return Event(
+            type=Event.MODIFIED if before else Event.ADDED, object=current, resource_version=at
+        )
+    if before and old is not None:
+        return Event(type=Event.DELETED, object=old, resource_version=at)
+    return None
