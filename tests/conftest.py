@@ -1,5 +1,8 @@
 """Session fixtures: one real strata system (etcd plus the four services, as
-`make run` starts them) with an OTLP receiver collecting its spans."""
+`make run` starts them) with an OTLP receiver collecting its spans; and, for
+the storage layer, the storage service and the cacher in this process, each
+behind a real grpc.aio server on loopback over their own real etcd, reached
+only through GrpcStorage exactly as the registry reaches them."""
 
 from __future__ import annotations
 
@@ -8,9 +11,16 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import aiohttp
+import grpc
 import pytest
 
+from services.cacher.storage import CachedStorage
+from services.storage.store import EtcdStorage
 from strata.dev import OtlpReceiver, System
+from strata.etcd import Etcd
+from strata.proto.storage.v1 import storage_pb2_grpc
+from strata.storage import GrpcStorage, Storage, StorageServicer
+from tests.support.etcd import EtcdProcess
 
 
 @pytest.fixture(scope="session")
@@ -46,3 +56,65 @@ async def http(system: System) -> AsyncIterator[aiohttp.ClientSession]:
         connector=aiohttp.TCPConnector(ssl=context),
     ) as session:
         yield session
+
+
+@pytest.fixture(scope="session")
+def etcd_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EtcdProcess]:
+    root: Path = tmp_path_factory.mktemp("etcd")
+    process = EtcdProcess(root / "data")
+    process.start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture(scope="session")
+async def etcd(etcd_process: EtcdProcess) -> AsyncIterator[Etcd]:
+    client = Etcd(etcd_process.address)
+    yield client
+    await client.close()
+
+
+async def _serve(storage: Storage) -> tuple[grpc.aio.Server, str]:
+    server = grpc.aio.server()
+    storage_pb2_grpc.add_StorageServicer_to_server(StorageServicer(storage), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    return server, f"127.0.0.1:{port}"
+
+
+@pytest.fixture(scope="session")
+async def storage_address(etcd: Etcd) -> AsyncIterator[str]:
+    storage = EtcdStorage(
+        etcd, prefix="/strata-test", future_wait_seconds=0.5, progress_interval_seconds=0.5
+    )
+    server, address = await _serve(storage)
+    yield address
+    await server.stop(grace=None)
+
+
+@pytest.fixture(scope="session")
+async def cacher_address(storage_address: str) -> AsyncIterator[str]:
+    upstream = grpc.aio.insecure_channel(storage_address)
+    cached = CachedStorage(GrpcStorage(upstream))
+    server, address = await _serve(cached)
+    yield address
+    await server.stop(grace=None)
+    await cached.stop()
+    await upstream.close()
+
+
+@pytest.fixture(scope="session", params=["storage", "cacher"])
+def implementation(request: pytest.FixtureRequest) -> str:
+    """Which implementation of the storage contract a test runs against."""
+    return str(request.param)
+
+
+@pytest.fixture(scope="session")
+async def store(
+    implementation: str, storage_address: str, cacher_address: str
+) -> AsyncIterator[GrpcStorage]:
+    """The storage contract over gRPC, from the storage service or the cacher."""
+    address = storage_address if implementation == "storage" else cacher_address
+    channel = grpc.aio.insecure_channel(address)
+    yield GrpcStorage(channel)
+    await channel.close()

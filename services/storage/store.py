@@ -50,6 +50,9 @@ Compare = rpc_pb2.Compare
 Event = storage_pb2.WatchEvent
 # How long a read "not older than N" waits for etcd to reach N (kube's cacher waits 3s).
 DEFAULT_FUTURE_WAIT_SECONDS = 3.0
+# How often an idle watch that asked for progress gets a BOOKMARK. Caches wait
+# for these to prove they are fresh, so it must be well under their 3s wait.
+DEFAULT_PROGRESS_INTERVAL_SECONDS = 1.0
 # Keys read per etcd range while filtering a limited list (kube grows its batches to 10000).
 MAX_BATCH = 10000
 CONTINUE_EXPIRED = (
@@ -101,7 +104,7 @@ class EtcdStorage:
         prefix: str = "/registry",
         *,
         future_wait_seconds: float = DEFAULT_FUTURE_WAIT_SECONDS,
-        progress_interval_seconds: float = 5.0,
+        progress_interval_seconds: float = DEFAULT_PROGRESS_INTERVAL_SECONDS,
     ) -> None:
         self._etcd = etcd
         self._prefix = prefix.rstrip("/")

@@ -3,6 +3,7 @@ etcd exactly as it was (the etcd revision does not move)."""
 
 from __future__ import annotations
 
+import io
 import ssl
 from collections.abc import AsyncIterator
 from typing import Any
@@ -242,3 +243,50 @@ async def test_no_token_is_401(system: System, etcd: Etcd) -> None:
             assert body["code"] == 401 and body["reason"] == "Unauthorized"
         async with anonymous.get(f"{system.endpoints.gateway}/healthz") as response:
             assert response.status == 200 and await response.text() == "ok"
+
+
+@pytest.mark.parametrize(
+    ("params", "code", "fragment"),
+    [
+        ({"limit": "-1"}, 400, "limit must not be negative"),
+        ({"limit": "ten"}, 400, "invalid limit"),
+        ({"resourceVersion": "abc"}, 400, "invalid resource version"),
+        ({"resourceVersion": "5", "resourceVersionMatch": "Sometimes"}, 422, "Unsupported value"),
+        ({"resourceVersionMatch": "Exact"}, 422, "forbidden unless resourceVersion"),
+        ({"continue": "garbage!"}, 400, "continue key is not valid"),
+    ],
+)
+async def test_bad_list_options(
+    http: aiohttp.ClientSession, etcd: Etcd, params: dict[str, str], code: int, fragment: str
+) -> None:
+    body = await refused(http, etcd, "GET", "/api/v1/namespaces", params=params)
+    assert body["code"] == code and fragment in body["message"]
+    if code == 422:
+        assert body["reason"] == "Invalid" and body["details"]["kind"] == "ListOptions"
+
+
+async def test_tampered_continue_token_is_400(http: aiohttp.ClientSession, etcd: Etcd) -> None:
+    async with http.get("/api/v1/namespaces", params={"limit": "1"}) as response:
+        token = orjson.loads(await response.read())["metadata"]["continue"]
+    body = await refused(
+        http, etcd, "GET", "/api/v1/namespaces", params={"limit": "1", "continue": token[:-2]}
+    )
+    assert body["code"] == 400 and body["reason"] == "BadRequest"
+
+
+async def test_oversized_object_is_413(http: aiohttp.ClientSession, etcd: Etcd) -> None:
+    namespace = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": "huge", "annotations": {"blob": "x" * 1_600_000}},
+    }
+    payload = io.BytesIO(orjson.dumps(namespace))
+    body = await refused(
+        http,
+        etcd,
+        "POST",
+        "/api/v1/namespaces",
+        data=payload,
+        headers={"Content-Type": "application/json"},
+    )
+    assert body["code"] == 413 and body["reason"] == "RequestEntityTooLarge"

@@ -175,3 +175,44 @@ async def test_watch_from_compacted_revision_is_410_event(
         (event,) = await _read_events(response, 1)
     assert event["type"] == "ERROR"
     assert event["object"]["code"] == 410 and event["object"]["reason"] == "Expired"
+
+
+async def test_list_pages_with_limit_and_continue(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    for i in range(5):
+        await create(
+            http, base, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"p{i}"}}
+        )
+    first = await get_json(http, base, params={"limit": "2"})
+    assert [i["metadata"]["name"] for i in first["items"]] == ["p0", "p1"]
+    assert first["metadata"]["remainingItemCount"] == 3 and first["metadata"]["continue"]
+    names = [i["metadata"]["name"] for i in first["items"]]
+    token = first["metadata"]["continue"]
+    while token:
+        page = await get_json(http, base, params={"limit": "2", "continue": token})
+        assert page["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+        names += [i["metadata"]["name"] for i in page["items"]]
+        token = page["metadata"].get("continue")
+    assert names == [f"p{i}" for i in range(5)]
+    table = await get_json(http, base, params={"limit": "2"}, headers={"Accept": TABLE})
+    assert table["metadata"]["continue"] and len(table["rows"]) == 2
+
+
+async def test_watch_bookmarks_when_asked(http: aiohttp.ClientSession, namespace: str) -> None:
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    listed = await get_json(http, base)
+    params = {
+        "watch": "1",
+        "resourceVersion": listed["metadata"]["resourceVersion"],
+        "allowWatchBookmarks": "true",
+    }
+    async with http.get(base, params=params) as response:
+        async with asyncio.timeout(30):
+            event = orjson.loads(await response.content.readline())
+    assert event["type"] == "BOOKMARK", event
+    assert event["object"]["kind"] == "ConfigMap"
+    assert int(event["object"]["metadata"]["resourceVersion"]) >= int(
+        listed["metadata"]["resourceVersion"]
+    )
