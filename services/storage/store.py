@@ -17,6 +17,8 @@ from contextlib import contextmanager
 import grpc
 
 from services.storage import objects
+from services.storage.encryption import Transformers
+from services.storage.encryption._transformer import UnreadableValue
 from strata.etcd import Etcd, prefix_end
 from strata.proto.etcd.etcdserverpb import rpc_pb2
 from strata.proto.etcd.mvccpb import kv_pb2
@@ -24,6 +26,7 @@ from strata.proto.storage.v1 import storage_pb2
 from strata.storage import (
     EXACT,
     Conflict,
+    CorruptObject,
     Expired,
     GetOptions,
     InvalidObject,
@@ -105,9 +108,11 @@ class EtcdStorage:
         *,
         future_wait_seconds: float = DEFAULT_FUTURE_WAIT_SECONDS,
         progress_interval_seconds: float = DEFAULT_PROGRESS_INTERVAL_SECONDS,
+        transformers: Transformers | None = None,
     ) -> None:
         self._etcd = etcd
         self._prefix = prefix.rstrip("/")
+        self._transformers = transformers
         self._future_wait = future_wait_seconds
         self._progress_interval = progress_interval_seconds
 
@@ -119,11 +124,30 @@ class EtcdStorage:
     def _key(self, etcd_key: bytes) -> str:
         return etcd_key.decode()[len(self._prefix) :]
 
+    def _sealed(self, key: str, ekey: bytes, data: bytes) -> bytes:
+        """data as etcd stores it: encrypted when the resource is configured so."""
+        if self._transformers is None:
+            return data
+        return self._transformers.write(key, ekey, data)
+
+    def _opened(self, key: str, ekey: bytes, stored: bytes) -> bytes:
+        if self._transformers is None:
+            return stored
+        try:
+            return self._transformers.read(key, ekey, stored).plaintext
+        except UnreadableValue as e:
+            raise CorruptObject(key, f"cannot read the stored value at {key}: {e}") from None
+
+    def _object(self, ekey: bytes, stored: bytes, at: int) -> storage_pb2.Object:
+        key = self._key(ekey)
+        return objects.from_etcd(key, self._opened(key, ekey, stored), at)
+
     # --- writes ----------------------------------------------------------------
 
     async def create(self, key: str, value: bytes, *, ttl_seconds: int = 0) -> storage_pb2.Object:
         ekey = self._etcd_key(key)
         obj, data = objects.for_etcd(key, value)
+        data = self._sealed(key, ekey, data)
         with _etcd_errors(key):
             lease = await self._etcd.lease_grant(ttl_seconds) if ttl_seconds > 0 else 0
             put = rpc_pb2.PutRequest(key=ekey, value=data, lease=lease)
@@ -139,7 +163,7 @@ class EtcdStorage:
     ) -> storage_pb2.Object:
         ekey = self._etcd_key(key)
         obj, data = objects.for_etcd(key, value)
-        put = rpc_pb2.PutRequest(key=ekey, value=data)
+        put = rpc_pb2.PutRequest(key=ekey, value=self._sealed(key, ekey, data))
         with _etcd_errors(key):
             response = await self._etcd.txn(
                 _txn(
@@ -166,28 +190,29 @@ class EtcdStorage:
                     raise KeyNotFound(key)
                 kv = current.kvs[0]
                 if preconditions is not None:
-                    self._check_preconditions(key, kv, preconditions)
+                    self._check_preconditions(
+                        self._object(ekey, kv.value, kv.mod_revision), preconditions
+                    )
                 response = await self._etcd.txn(
                     _txn(ekey, _unchanged_since(ekey, kv.mod_revision), remove)
                 )
                 if response.succeeded:
-                    return objects.from_etcd(key, kv.value, response.header.revision)
+                    return self._object(ekey, kv.value, response.header.revision)
                 current = response.responses[0].response_range
 
     @staticmethod
-    def _check_preconditions(key: str, kv: kv_pb2.KeyValue, pre: Preconditions) -> None:
-        meta = objects.stored(key, kv.value).get("metadata", {})
-        if pre.uid and pre.uid != meta.get("uid"):
+    def _check_preconditions(current: storage_pb2.Object, pre: Preconditions) -> None:
+        if pre.uid and pre.uid != current.uid:
             raise Conflict(
-                key,
+                current.key,
                 f"Precondition failed: UID in precondition: {pre.uid}, "
-                f"UID in object meta: {meta.get('uid', '')}",
+                f"UID in object meta: {current.uid}",
             )
-        if pre.resource_version and pre.resource_version != str(kv.mod_revision):
+        if pre.resource_version and pre.resource_version != str(current.resource_version):
             raise Conflict(
-                key,
+                current.key,
                 f"Precondition failed: ResourceVersion in precondition: {pre.resource_version}, "
-                f"ResourceVersion in object meta: {kv.mod_revision}",
+                f"ResourceVersion in object meta: {current.resource_version}",
             )
 
     # --- reads -----------------------------------------------------------------
@@ -228,7 +253,7 @@ class EtcdStorage:
                 return storage_pb2.Object(key=key, resource_version=response.header.revision)
             raise KeyNotFound(key)
         kv = response.kvs[0]
-        return objects.from_etcd(key, kv.value, kv.mod_revision)
+        return self._object(kv.key, kv.value, kv.mod_revision)
 
     async def count(self, prefix: str) -> int:
         start = self._etcd_key(prefix)
@@ -298,7 +323,7 @@ class EtcdStorage:
                 first_count = response.count
             last_key = b""
             for index, kv in enumerate(response.kvs):
-                obj = objects.from_etcd(self._key(kv.key), kv.value, kv.mod_revision)
+                obj = self._object(kv.key, kv.value, kv.mod_revision)
                 if matches(obj):
                     items.append(obj)
                 last_key = kv.key
@@ -338,7 +363,7 @@ class EtcdStorage:
                 # "" and "0": the current state as ADDED, then every change after it.
                 state = await self._etcd.range(start, end)
                 for kv in state.kvs:
-                    obj = objects.from_etcd(self._key(kv.key), kv.value, kv.mod_revision)
+                    obj = self._object(kv.key, kv.value, kv.mod_revision)
                     if matches(obj):
                         yield Event(type=Event.ADDED, object=obj, resource_version=kv.mod_revision)
                 since = state.header.revision
@@ -367,17 +392,16 @@ class EtcdStorage:
 
     def _event(self, event: kv_pb2.Event, matches: Matcher) -> storage_pb2.WatchEvent | None:
         kv = event.kv
-        key = self._key(kv.key)
         at = kv.mod_revision
 
         def previous() -> storage_pb2.Object | None:
             if not event.HasField("prev_kv"):
                 return None
-            return objects.from_etcd(key, event.prev_kv.value, at)
+            return self._object(kv.key, event.prev_kv.value, at)
 
         if event.type == kv_pb2.Event.DELETE:
             return through(matches, Event.DELETED, None, previous, at)
-        current = objects.from_etcd(key, kv.value, at)
+        current = self._object(kv.key, kv.value, at)
         if kv.create_revision == kv.mod_revision:
             return through(matches, Event.ADDED, current, lambda: None, at)
         return through(matches, Event.MODIFIED, current, previous, at)

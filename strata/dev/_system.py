@@ -73,6 +73,9 @@ class System:
             gateway_port if gateway_port is not None else int(os.environ.get("STRATA_PORT", "6443"))
         )
         self._env = {**os.environ, **(env or {})}
+        if config := self._env.get("STRATA_ENCRYPTION_CONFIG"):
+            # The storage service runs from the repository root; keep the path valid.
+            self._env["STRATA_ENCRYPTION_CONFIG"] = str(Path(config).resolve())
         self._env["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(REPO_ROOT), self._env.get("PYTHONPATH", "")) if p
         )
