@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import signal
 from collections.abc import Awaitable, Callable
 
@@ -27,6 +28,21 @@ def flag(parser: argparse.ArgumentParser, name: str, env: str, default: str, hel
     parser.add_argument(
         f"--{name}", default=os.environ.get(env, default), help=f"{help} (env {env})"
     )
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in a Go-style duration ("5m", "1h30m", "250ms", "45s"); "0" is 0."""
+    text = text.strip()
+    if text in ("0", ""):
+        return 0.0
+    scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+    parts = _DURATION.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise ValueError(f"invalid duration {text!r}: use for example 30s, 5m or 1h")
+    return sum(float(number) * scale[unit] for number, unit in parts)
 
 
 def connect(address: str) -> grpc.aio.Channel:

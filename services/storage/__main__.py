@@ -12,18 +12,37 @@ import sys
 from pathlib import Path
 
 import grpc
+from aiohttp import web
 
+from services.storage.compactor import Compactor
 from services.storage.encryption import ConfigError, Transformers, load_config
+from services.storage.metrics import ObjectCounter, serve_metrics
 from services.storage.reencrypt import reencrypt
 from services.storage.store import DEFAULT_PROGRESS_INTERVAL_SECONDS, EtcdStorage
 from strata import service, telemetry
-from strata.etcd import Etcd
+from strata.etcd import Etcd, EtcdTLS
 from strata.proto.storage.v1 import storage_pb2_grpc
 from strata.storage import StorageServicer
 
 
 def _common_flags(parser: argparse.ArgumentParser) -> None:
-    service.flag(parser, "etcd", "STRATA_ETCD", "127.0.0.1:2379", "etcd endpoint host:port")
+    service.flag(
+        parser,
+        "etcd",
+        "STRATA_ETCD",
+        "127.0.0.1:2379",
+        "etcd endpoints, comma-separated host:port (https:// for TLS)",
+    )
+    service.flag(parser, "etcd-cafile", "STRATA_ETCD_CAFILE", "", "CA of etcd's certificate")
+    service.flag(parser, "etcd-certfile", "STRATA_ETCD_CERTFILE", "", "client certificate for etcd")
+    service.flag(parser, "etcd-keyfile", "STRATA_ETCD_KEYFILE", "", "client key for etcd")
+    service.flag(
+        parser,
+        "etcd-request-timeout",
+        "STRATA_ETCD_REQUEST_TIMEOUT",
+        "10s",
+        "deadline of each etcd request",
+    )
     service.flag(parser, "etcd-prefix", "STRATA_ETCD_PREFIX", "/registry", "key prefix in etcd")
     service.flag(
         parser,
@@ -31,6 +50,19 @@ def _common_flags(parser: argparse.ArgumentParser) -> None:
         "STRATA_ENCRYPTION_CONFIG",
         "",
         "kube EncryptionConfiguration file for encryption at rest",
+    )
+
+
+def _etcd(args: argparse.Namespace) -> Etcd:
+    tls = None
+    if args.etcd_cafile or args.etcd_certfile or args.etcd_keyfile:
+        tls = EtcdTLS(
+            ca_file=Path(args.etcd_cafile) if args.etcd_cafile else None,
+            cert_file=Path(args.etcd_certfile) if args.etcd_certfile else None,
+            key_file=Path(args.etcd_keyfile) if args.etcd_keyfile else None,
+        )
+    return Etcd(
+        args.etcd, tls=tls, request_timeout=service.parse_duration(args.etcd_request_timeout)
     )
 
 
@@ -58,14 +90,36 @@ def main(argv: list[str] | None = None) -> None:
         str(DEFAULT_PROGRESS_INTERVAL_SECONDS),
         "seconds between BOOKMARKs on idle watches that ask for progress",
     )
+    service.flag(
+        parser,
+        "compaction-interval",
+        "STRATA_COMPACTION_INTERVAL",
+        "5m",
+        "how often to compact etcd history (0 turns compaction off)",
+    )
+    service.flag(
+        parser,
+        "metrics-listen",
+        "STRATA_STORAGE_METRICS_LISTEN",
+        "",
+        "address serving Prometheus /metrics (empty: none)",
+    )
     args = parser.parse_args(argv)
+    try:
+        args.compaction_interval = service.parse_duration(args.compaction_interval)
+        service.parse_duration(args.etcd_request_timeout)
+    except ValueError as e:
+        parser.error(str(e))
     transformers = _transformers(args.encryption_provider_config)
     telemetry.setup("strata-storage")
     asyncio.run(_run(args, transformers))
 
 
 async def _run(args: argparse.Namespace, transformers: Transformers | None) -> None:
-    etcd = Etcd(args.etcd)
+    etcd = _etcd(args)
+    counter = ObjectCounter(etcd, args.etcd_prefix)
+    tasks: list[asyncio.Task[None]] = []
+    metrics_server: list[web.AppRunner] = []
 
     async def register(server: grpc.aio.Server) -> None:
         storage = EtcdStorage(
@@ -73,11 +127,25 @@ async def _run(args: argparse.Namespace, transformers: Transformers | None) -> N
             prefix=args.etcd_prefix,
             progress_interval_seconds=float(args.watch_progress_interval),
             transformers=transformers,
+            on_resource=counter.saw,
         )
         storage_pb2_grpc.add_StorageServicer_to_server(StorageServicer(storage), server)
+        if args.compaction_interval > 0:
+            tasks.append(asyncio.create_task(Compactor(etcd, args.compaction_interval).run()))
+        if args.metrics_listen:
+            metrics_server.append(await serve_metrics(args.metrics_listen))
+            tasks.append(asyncio.create_task(counter.run()))
+
+    async def stop() -> None:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for runner in metrics_server:
+            await runner.cleanup()
+        await etcd.close()
 
     await service.serve(
-        service_name="strata-storage", listen=args.listen, register=register, on_stop=etcd.close
+        service_name="strata-storage", listen=args.listen, register=register, on_stop=stop
     )
 
 
@@ -93,7 +161,7 @@ def _reencrypt_main(argv: list[str]) -> None:
         raise SystemExit("strata storage reencrypt: --encryption-provider-config is required")
 
     async def run() -> int:
-        etcd = Etcd(args.etcd)
+        etcd = _etcd(args)
         try:
             report = await reencrypt(etcd, args.etcd_prefix, transformers)
         finally:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator
 from contextlib import contextmanager
 
 import grpc
 
-from services.storage import objects
+from services.storage import metrics, objects
 from services.storage.encryption import Transformers
 from services.storage.encryption._transformer import UnreadableValue
 from strata.etcd import Etcd, prefix_end
@@ -67,6 +67,13 @@ CONTINUE_EXPIRED = (
 )
 
 
+def _prefix_label(stored: bytes) -> str:
+    """The transformer prefix a stored value names ("k8s:enc:aesgcm:v1:key1"), or identity."""
+    if not stored.startswith(b"k8s:enc:"):
+        return "identity"
+    return b":".join(stored.split(b":", 5)[:5]).decode(errors="replace")
+
+
 def _unchanged_since(ekey: bytes, mod_revision: int) -> Compare:
     return Compare(key=ekey, target=Compare.MOD, result=Compare.EQUAL, mod_revision=mod_revision)
 
@@ -109,10 +116,13 @@ class EtcdStorage:
         future_wait_seconds: float = DEFAULT_FUTURE_WAIT_SECONDS,
         progress_interval_seconds: float = DEFAULT_PROGRESS_INTERVAL_SECONDS,
         transformers: Transformers | None = None,
+        on_resource: Callable[[str], None] | None = None,
     ) -> None:
         self._etcd = etcd
         self._prefix = prefix.rstrip("/")
         self._transformers = transformers
+        # Told of every key written or listed (the object counter learns resources so).
+        self._on_resource = on_resource or (lambda _: None)
         self._future_wait = future_wait_seconds
         self._progress_interval = progress_interval_seconds
 
@@ -128,13 +138,16 @@ class EtcdStorage:
         """data as etcd stores it: encrypted when the resource is configured so."""
         if self._transformers is None:
             return data
-        return self._transformers.write(key, ekey, data)
+        writer = self._transformers.providers(key)[0]
+        with metrics.transformation("to_storage", writer.prefix.decode().rstrip(":") or "identity"):
+            return self._transformers.write(key, ekey, data)
 
     def _opened(self, key: str, ekey: bytes, stored: bytes) -> bytes:
         if self._transformers is None:
             return stored
         try:
-            return self._transformers.read(key, ekey, stored).plaintext
+            with metrics.transformation("from_storage", _prefix_label(stored)):
+                return self._transformers.read(key, ekey, stored).plaintext
         except UnreadableValue as e:
             raise CorruptObject(key, f"cannot read the stored value at {key}: {e}") from None
 
@@ -148,7 +161,8 @@ class EtcdStorage:
         ekey = self._etcd_key(key)
         obj, data = objects.for_etcd(key, value)
         data = self._sealed(key, ekey, data)
-        with _etcd_errors(key):
+        self._on_resource(key)
+        with _etcd_errors(key), metrics.etcd_request("create", key):
             lease = await self._etcd.lease_grant(ttl_seconds) if ttl_seconds > 0 else 0
             put = rpc_pb2.PutRequest(key=ekey, value=data, lease=lease)
             response = await self._etcd.txn(
@@ -164,7 +178,7 @@ class EtcdStorage:
         ekey = self._etcd_key(key)
         obj, data = objects.for_etcd(key, value)
         put = rpc_pb2.PutRequest(key=ekey, value=self._sealed(key, ekey, data))
-        with _etcd_errors(key):
+        with _etcd_errors(key), metrics.etcd_request("update", key):
             response = await self._etcd.txn(
                 _txn(
                     ekey,
@@ -183,7 +197,7 @@ class EtcdStorage:
     ) -> storage_pb2.Object:
         ekey = self._etcd_key(key)
         remove = rpc_pb2.RequestOp(request_delete_range=rpc_pb2.DeleteRangeRequest(key=ekey))
-        with _etcd_errors(key):
+        with _etcd_errors(key), metrics.etcd_request("delete", key):
             current = await self._etcd.range(ekey)
             while True:
                 if not current.kvs:
@@ -239,7 +253,7 @@ class EtcdStorage:
         wanted = revision(key, opts.resource_version)
         check_match(key, opts.resource_version, opts.resource_version_match)
         exact = opts.resource_version_match == EXACT
-        with _etcd_errors(key, wanted):
+        with _etcd_errors(key, wanted), metrics.etcd_request("get", key):
             response = await self._etcd.range(
                 ekey,
                 revision=wanted if exact else 0,
@@ -257,7 +271,7 @@ class EtcdStorage:
 
     async def count(self, prefix: str) -> int:
         start = self._etcd_key(prefix)
-        with _etcd_errors(prefix):
+        with _etcd_errors(prefix), metrics.etcd_request("count", prefix):
             response = await self._etcd.range(start, prefix_end(start), count_only=True)
         return response.count
 
@@ -267,6 +281,7 @@ class EtcdStorage:
 
     async def list(self, prefix: str, opts: ListOptions = ListOptions()) -> ListResult:
         check_list(prefix, opts)
+        self._on_resource(prefix)
         matches = compile_predicate(prefix, opts.predicate)
         base = self._etcd_key(prefix)
         end = prefix_end(base)
@@ -314,7 +329,7 @@ class EtcdStorage:
         batch = limit
         first_count: int | None = None
         while True:
-            with _etcd_errors(prefix, at):
+            with _etcd_errors(prefix, at), metrics.etcd_request("list", prefix):
                 response = await self._etcd.range(
                     key_from, end, revision=at, limit=batch, serializable=serializable
                 )

@@ -53,6 +53,7 @@ class Endpoints:
     storage: str
     cacher: str
     registry: str
+    storage_metrics: str = ""
 
 
 class StartError(RuntimeError):
@@ -191,7 +192,13 @@ class System:
         self._wait("etcd", process, lambda: self._etcd_serving(etcd_addr))
 
         storage = f"127.0.0.1:{free_port()}"
-        process = self._service("storage", f"--listen={storage}", f"--etcd={etcd_addr}")
+        storage_metrics = f"127.0.0.1:{free_port()}"
+        process = self._service(
+            "storage",
+            f"--listen={storage}",
+            f"--etcd={etcd_addr}",
+            f"--metrics-listen={storage_metrics}",
+        )
         self._wait("storage", process, lambda: self._grpc_serving(storage))
 
         cacher = f"127.0.0.1:{free_port()}"
@@ -214,7 +221,7 @@ class System:
 
         self.endpoints = Endpoints(
             gateway=url, etcd=f"http://{etcd_addr}", storage=storage, cacher=cacher,
-            registry=registry,
+            registry=registry, storage_metrics=f"http://{storage_metrics}/metrics",
         )  # fmt: skip
         (self.home / "endpoints.json").write_text(json.dumps(asdict(self.endpoints), indent=2))
         self._write_kubeconfig(url)
@@ -240,6 +247,10 @@ class System:
         fd = os.open(self.kubeconfig, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
             json.dump(config, f, indent=2)  # JSON is YAML; kubectl reads it as is
+
+    def process(self, name: str) -> subprocess.Popen[bytes]:
+        """The running child called name ("etcd", "storage", ...)."""
+        return next(p for n, p in self._processes if n == name)
 
     def failed(self) -> str | None:
         """The name of a child that has exited, if any."""

@@ -7,6 +7,6 @@ manual CLIENT span ("etcd <Method>") instead of gRPC instrumentation on this
 channel, which measured too costly.
 """
 
-from strata.etcd._client import Etcd, prefix_end
+from strata.etcd._client import Etcd, EtcdTLS, prefix_end
 
-__all__ = ["Etcd", "prefix_end"]
+__all__ = ["Etcd", "EtcdTLS", "prefix_end"]

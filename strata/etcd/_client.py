@@ -1,9 +1,12 @@
-"""The etcd client: KV, Watch, Lease and Maintenance.Status over one channel."""
+"""The etcd client: KV, Watch, Lease and Maintenance.Status, one channel per endpoint."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
 
 import grpc
 from opentelemetry import trace
@@ -11,6 +14,7 @@ from opentelemetry import trace
 from strata.proto.etcd.etcdserverpb import rpc_pb2, rpc_pb2_grpc
 
 _tracer = trace.get_tracer("strata.etcd")
+T = TypeVar("T")
 
 
 def prefix_end(prefix: bytes) -> bytes:
@@ -23,21 +27,108 @@ def prefix_end(prefix: bytes) -> bytes:
     return b"\0"
 
 
-class Etcd:
-    """One etcd endpoint ("host:port"), plain gRPC without interceptors."""
+@dataclass(frozen=True, kw_only=True)
+class EtcdTLS:
+    """TLS to etcd: the CA that signed its serving certificate, and optionally
+    this client's certificate and key (for etcd's --client-cert-auth)."""
 
-    def __init__(self, endpoint: str) -> None:
-        self.endpoint = endpoint
-        self._channel = grpc.aio.insecure_channel(
-            endpoint, options=[("grpc.max_receive_message_length", 256 * 1024 * 1024)]
+    ca_file: Path | None = None
+    cert_file: Path | None = None
+    key_file: Path | None = None
+
+    def credentials(self) -> grpc.ChannelCredentials:
+        def read(path: Path | None) -> bytes | None:
+            return path.read_bytes() if path is not None else None
+
+        return grpc.ssl_channel_credentials(
+            root_certificates=read(self.ca_file),
+            private_key=read(self.key_file),
+            certificate_chain=read(self.cert_file),
         )
-        self._kv = rpc_pb2_grpc.KVStub(self._channel)
-        self._watch = rpc_pb2_grpc.WatchStub(self._channel)
-        self._lease = rpc_pb2_grpc.LeaseStub(self._channel)
-        self._maintenance = rpc_pb2_grpc.MaintenanceStub(self._channel)
+
+
+DEFAULT_REQUEST_TIMEOUT_SECONDS = 10.0
+_OPTIONS = [
+    ("grpc.max_receive_message_length", 256 * 1024 * 1024),
+    # Notice a dead connection within ~40s even when idle; etcd permits pings every 5s.
+    ("grpc.keepalive_time_ms", 30_000),
+    ("grpc.keepalive_timeout_ms", 10_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.max_pings_without_data", 0),
+]
+
+
+class _Endpoint:
+    def __init__(self, address: str, tls: EtcdTLS | None) -> None:
+        scheme, _, rest = address.rpartition("://")
+        self.address = rest
+        if scheme == "https" and tls is None:
+            tls = EtcdTLS()
+        if tls is not None:
+            self.channel = grpc.aio.secure_channel(rest, tls.credentials(), options=_OPTIONS)
+        else:
+            self.channel = grpc.aio.insecure_channel(rest, options=_OPTIONS)
+        self.kv = rpc_pb2_grpc.KVStub(self.channel)
+        self.watch = rpc_pb2_grpc.WatchStub(self.channel)
+        self.lease = rpc_pb2_grpc.LeaseStub(self.channel)
+        self.maintenance = rpc_pb2_grpc.MaintenanceStub(self.channel)
+
+
+class Etcd:
+    """A client for one etcd cluster, given as one or more endpoints
+    ("host:port", "http://host:port" or "https://host:port", comma-separated).
+
+    Every unary call has a deadline, so an unreachable etcd is an error, never a
+    hang. When an endpoint is unavailable the client moves to the next one;
+    reads are retried there at once, writes are not (they may have been
+    applied) and fail for the caller to decide.
+    """
+
+    def __init__(
+        self,
+        endpoints: str | Sequence[str],
+        *,
+        tls: EtcdTLS | None = None,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT_SECONDS,
+    ) -> None:
+        listed = endpoints.split(",") if isinstance(endpoints, str) else list(endpoints)
+        listed = [e.strip() for e in listed if e.strip()]
+        if not listed:
+            raise ValueError("no etcd endpoint given")
+        self.endpoint = ",".join(listed)
+        self._endpoints = [_Endpoint(e, tls) for e in listed]
+        self._current = 0
+        self._timeout = request_timeout
+
+    @property
+    def _active(self) -> _Endpoint:
+        return self._endpoints[self._current]
+
+    def _fail_over(self) -> None:
+        self._current = (self._current + 1) % len(self._endpoints)
+
+    async def _read(self, call: Callable[[_Endpoint], Awaitable[T]]) -> T:
+        """A read, tried on each endpoint in turn while they are unavailable."""
+        for attempt in range(len(self._endpoints)):
+            try:
+                return await call(self._active)
+            except grpc.aio.AioRpcError as e:
+                if e.code() != grpc.StatusCode.UNAVAILABLE or attempt + 1 == len(self._endpoints):
+                    raise
+                self._fail_over()
+        raise AssertionError("unreachable")
+
+    async def _write(self, call: Callable[[_Endpoint], Awaitable[T]]) -> T:
+        try:
+            return await call(self._active)
+        except grpc.aio.AioRpcError as e:
+            if e.code() == grpc.StatusCode.UNAVAILABLE:
+                self._fail_over()
+            raise
 
     async def close(self) -> None:
-        await self._channel.close()
+        for endpoint in self._endpoints:
+            await endpoint.channel.close()
 
     def _span(self, method: str, key: bytes = b"") -> trace.Span:
         span = _tracer.start_span(f"etcd {method}", kind=trace.SpanKind.CLIENT)
@@ -68,36 +159,43 @@ class Etcd:
             serializable=serializable,
         )
         with trace.use_span(self._span("Range", key), end_on_exit=True):
-            return await self._kv.Range(request)
+            return await self._read(lambda e: e.kv.Range(request, timeout=self._timeout))
 
     async def put(self, key: bytes, value: bytes, *, lease: int = 0) -> rpc_pb2.PutResponse:
+        request = rpc_pb2.PutRequest(key=key, value=value, lease=lease)
         with trace.use_span(self._span("Put", key), end_on_exit=True):
-            return await self._kv.Put(rpc_pb2.PutRequest(key=key, value=value, lease=lease))
+            return await self._write(lambda e: e.kv.Put(request, timeout=self._timeout))
 
     async def delete_range(
         self, key: bytes, range_end: bytes = b"", *, prev_kv: bool = False
     ) -> rpc_pb2.DeleteRangeResponse:
         request = rpc_pb2.DeleteRangeRequest(key=key, range_end=range_end, prev_kv=prev_kv)
         with trace.use_span(self._span("DeleteRange", key), end_on_exit=True):
-            return await self._kv.DeleteRange(request)
+            return await self._write(lambda e: e.kv.DeleteRange(request, timeout=self._timeout))
 
     async def txn(self, request: rpc_pb2.TxnRequest) -> rpc_pb2.TxnResponse:
         key = request.compare[0].key if request.compare else b""
         with trace.use_span(self._span("Txn", key), end_on_exit=True):
-            return await self._kv.Txn(request)
+            return await self._write(lambda e: e.kv.Txn(request, timeout=self._timeout))
 
     async def compact(self, revision: int, *, physical: bool = True) -> None:
+        request = rpc_pb2.CompactionRequest(revision=revision, physical=physical)
         with trace.use_span(self._span("Compact"), end_on_exit=True):
-            await self._kv.Compact(rpc_pb2.CompactionRequest(revision=revision, physical=physical))
+            await self._write(lambda e: e.kv.Compact(request, timeout=self._timeout))
 
     async def lease_grant(self, ttl_seconds: int) -> int:
+        request = rpc_pb2.LeaseGrantRequest(TTL=ttl_seconds)
         with trace.use_span(self._span("LeaseGrant"), end_on_exit=True):
-            response = await self._lease.LeaseGrant(rpc_pb2.LeaseGrantRequest(TTL=ttl_seconds))
+            response = await self._write(
+                lambda e: e.lease.LeaseGrant(request, timeout=self._timeout)
+            )
         return response.ID
 
     async def status(self) -> rpc_pb2.StatusResponse:
         with trace.use_span(self._span("Status"), end_on_exit=True):
-            return await self._maintenance.Status(rpc_pb2.StatusRequest())
+            return await self._read(
+                lambda e: e.maintenance.Status(rpc_pb2.StatusRequest(), timeout=self._timeout)
+            )
 
     async def watch(
         self,
@@ -131,11 +229,12 @@ class Etcd:
                 progress = rpc_pb2.WatchProgressRequest()
                 await requests.put(rpc_pb2.WatchRequest(progress_request=progress))
 
+        endpoint = self._active
         with trace.use_span(self._span("Watch", key), end_on_exit=True):
-            call = self._watch.Watch(outgoing())
+            call = endpoint.watch.Watch(outgoing())
         ticker = asyncio.create_task(ask_for_progress()) if progress_interval > 0 else None
         try:
-            async for response in call:
+            async for response in self._failing_over(call):
                 if response.created and not response.events and not response.canceled:
                     continue
                 yield response
@@ -146,3 +245,15 @@ class Etcd:
                 ticker.cancel()
             await requests.put(None)
             call.cancel()
+
+    async def _failing_over(
+        self, call: grpc.aio.StreamStreamCall[rpc_pb2.WatchRequest, rpc_pb2.WatchResponse]
+    ) -> AsyncIterator[rpc_pb2.WatchResponse]:
+        """The watch's responses; an unavailable endpoint is left for the next call."""
+        try:
+            async for response in call:
+                yield response
+        except grpc.aio.AioRpcError as e:
+            if e.code() == grpc.StatusCode.UNAVAILABLE:
+                self._fail_over()
+            raise

@@ -13,23 +13,37 @@ from strata.proto.etcd.etcdserverpb import rpc_pb2, rpc_pb2_grpc
 
 
 class EtcdProcess:
-    def __init__(self, data_dir: Path) -> None:
+    """etcd on free ports; with tls_dir (ca.crt, server.crt/key from
+    tests.support.tls) it serves https and demands client certificates."""
+
+    def __init__(self, data_dir: Path, tls_dir: Path | None = None) -> None:
         self.data_dir = data_dir
         self.client_port = free_port()
         self.peer_port = free_port()
         self.address = f"127.0.0.1:{self.client_port}"
+        self.tls_dir = tls_dir
         self._process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         peer = f"http://127.0.0.1:{self.peer_port}"
+        scheme = "https" if self.tls_dir else "http"
+        tls_flags = []
+        if self.tls_dir is not None:
+            tls_flags = [
+                f"--cert-file={self.tls_dir / 'server.crt'}",
+                f"--key-file={self.tls_dir / 'server.key'}",
+                f"--trusted-ca-file={self.tls_dir / 'ca.crt'}",
+                "--client-cert-auth",
+            ]
         log = open(self.data_dir.parent / "etcd.log", "ab")  # noqa: SIM115 - kept for the process
         self._process = subprocess.Popen(
             [
                 str(find_etcd()),
                 "--name=test",
                 f"--data-dir={self.data_dir}",
-                f"--listen-client-urls=http://{self.address}",
-                f"--advertise-client-urls=http://{self.address}",
+                f"--listen-client-urls={scheme}://{self.address}",
+                f"--advertise-client-urls={scheme}://{self.address}",
+                *tls_flags,
                 f"--listen-peer-urls={peer}",
                 f"--initial-advertise-peer-urls={peer}",
                 f"--initial-cluster=test={peer}",
@@ -43,12 +57,22 @@ class EtcdProcess:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
-                with grpc.insecure_channel(self.address) as channel:
+                with self._channel() as channel:
                     rpc_pb2_grpc.MaintenanceStub(channel).Status(rpc_pb2.StatusRequest(), timeout=1)
                 return
             except grpc.RpcError:
                 time.sleep(0.1)
         raise RuntimeError("etcd did not start")
+
+    def _channel(self) -> grpc.Channel:
+        if self.tls_dir is None:
+            return grpc.insecure_channel(self.address)
+        credentials = grpc.ssl_channel_credentials(
+            (self.tls_dir / "ca.crt").read_bytes(),
+            (self.tls_dir / "client.key").read_bytes(),
+            (self.tls_dir / "client.crt").read_bytes(),
+        )
+        return grpc.secure_channel(self.address, credentials)
 
     def stop(self) -> None:
         if self._process is not None:

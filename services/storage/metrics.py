@@ -1,0 +1,152 @@
+"""The storage service's Prometheus metrics, under kube-apiserver's names, and
+the small HTTP server that serves them on the metrics port."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from aiohttp import web
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+
+from strata import telemetry
+from strata.etcd import Etcd, prefix_end
+
+REGISTRY = CollectorRegistry()
+# kube's buckets for etcd_request_duration_seconds.
+_ETCD_BUCKETS = (
+    0.005,
+    0.025,
+    0.05,
+    0.1,
+    0.2,
+    0.4,
+    0.6,
+    0.8,
+    1.0,
+    1.25,
+    1.5,
+    2,
+    3,
+    4,
+    5,
+    6,
+    8,
+    10,
+    15,
+    20,
+    30,
+    45,
+    60,
+)
+ETCD_REQUEST_DURATION = Histogram(
+    "etcd_request_duration_seconds",
+    "Etcd request latency in seconds for each operation and object type.",
+    ["operation", "type"],
+    buckets=_ETCD_BUCKETS,
+    registry=REGISTRY,
+)
+STORAGE_OBJECTS = Gauge(
+    "apiserver_storage_objects",
+    "Number of stored objects at the time of last check split by kind.",
+    ["resource"],
+    registry=REGISTRY,
+)
+TRANSFORMATION_DURATION = Histogram(
+    "apiserver_storage_transformation_duration_seconds",
+    "Latencies in seconds of value transformation operations.",
+    ["transformation_type", "transformer_prefix"],
+    # kube's: exponential from 5µs, doubling, 20 buckets.
+    buckets=tuple(5e-6 * 2**i for i in range(20)),
+    registry=REGISTRY,
+)
+
+log = telemetry.get_logger("strata.storage.metrics")
+
+
+def resource_label(key: str) -> str:
+    """ "configmaps" for "/configmaps/ns/a"; "widgets.example.com" for a custom resource."""
+    parts = key.split("/")
+    first = parts[1] if len(parts) > 1 else ""
+    if "." in first and len(parts) > 2 and parts[2]:
+        return f"{parts[2]}.{first}"
+    return first
+
+
+@contextmanager
+def etcd_request(operation: str, key: str) -> Iterator[None]:
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        ETCD_REQUEST_DURATION.labels(operation, resource_label(key)).observe(
+            time.perf_counter() - started
+        )
+
+
+@contextmanager
+def transformation(kind: str, prefix: str) -> Iterator[None]:
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        TRANSFORMATION_DURATION.labels(kind, prefix).observe(time.perf_counter() - started)
+
+
+class ObjectCounter:
+    """Counts the stored objects of every resource seen so far, every interval."""
+
+    def __init__(self, etcd: Etcd, prefix: str, interval: float = 60.0) -> None:
+        self._etcd = etcd
+        self._prefix = prefix.rstrip("/")
+        self._interval = interval
+        self._roots: dict[str, str] = {}
+        self._new_resource = asyncio.Event()
+
+    def saw(self, key: str) -> None:
+        label = resource_label(key)
+        if label and label not in self._roots:
+            parts = key.split("/")
+            depth = 3 if "." in parts[1] else 2
+            self._roots[label] = "/".join(parts[:depth]) + "/"
+            self._new_resource.set()  # count it now rather than an interval from now
+
+    async def count_once(self) -> None:
+        for label, root in list(self._roots.items()):
+            start = (self._prefix + root).encode()
+            response = await self._etcd.range(start, prefix_end(start), count_only=True)
+            STORAGE_OBJECTS.labels(label).set(response.count)
+
+    async def run(self) -> None:
+        while True:
+            try:
+                await self.count_once()
+            except Exception as e:  # an etcd outage must not end the loop
+                log.warning("counting objects failed", error=str(e))
+            self._new_resource.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._new_resource.wait(), self._interval)
+
+
+async def serve_metrics(listen: str) -> web.AppRunner:
+    async def metrics(_: web.Request) -> web.Response:
+        return web.Response(
+            body=generate_latest(REGISTRY), headers={"Content-Type": CONTENT_TYPE_LATEST}
+        )
+
+    app = web.Application()
+    app.router.add_get("/metrics", metrics)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    host, _, port = listen.rpartition(":")
+    await web.TCPSite(runner, host, int(port)).start()
+    return runner
