@@ -38,6 +38,7 @@ def system(tmp_path_factory: pytest.TempPathFactory, otlp: OtlpReceiver) -> Iter
         "OTEL_EXPORTER_OTLP_ENDPOINT": otlp.endpoint,
         "OTEL_EXPORTER_OTLP_INSECURE": "true",
         "OTEL_BSP_SCHEDULE_DELAY": "200",
+        "STRATA_STORAGE_OBJECTS_INTERVAL": "200ms",
     }
     system = System(home, gateway_port=0, env=env)
     system.start()

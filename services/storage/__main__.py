@@ -104,9 +104,17 @@ def main(argv: list[str] | None = None) -> None:
         "",
         "address serving Prometheus /metrics (empty: none)",
     )
+    service.flag(
+        parser,
+        "storage-objects-interval",
+        "STRATA_STORAGE_OBJECTS_INTERVAL",
+        "1m",
+        "how often apiserver_storage_objects is recounted",
+    )
     args = parser.parse_args(argv)
     try:
         args.compaction_interval = service.parse_duration(args.compaction_interval)
+        args.storage_objects_interval = service.parse_duration(args.storage_objects_interval)
         service.parse_duration(args.etcd_request_timeout)
     except ValueError as e:
         parser.error(str(e))
@@ -117,7 +125,7 @@ def main(argv: list[str] | None = None) -> None:
 
 async def _run(args: argparse.Namespace, transformers: Transformers | None) -> None:
     etcd = _etcd(args)
-    counter = ObjectCounter(etcd, args.etcd_prefix)
+    counter = ObjectCounter(etcd, args.etcd_prefix, args.storage_objects_interval)
     tasks: list[asyncio.Task[None]] = []
     metrics_server: list[web.AppRunner] = []
 

@@ -23,7 +23,7 @@ async def test_storage_metrics(http: aiohttp.ClientSession, system: System) -> N
     async with aiohttp.ClientSession() as plain:
         text = ""
         async with asyncio.timeout(10):
-            while 'apiserver_storage_objects{resource="configmaps"}' not in text:
+            while not re.search(r'apiserver_storage_objects\{resource="configmaps"\} [1-9]', text):
                 async with plain.get(system.endpoints.storage_metrics) as response:
                     assert response.status == 200
                     assert response.content_type == "text/plain"
