@@ -1,0 +1,218 @@
+"""Storage service throughput next to raw etcd, in one run on one machine.
+
+    python bench/storage.py [--seconds 3] [--concurrency 1,16,64] [--page-items 1000]
+
+Starts etcd and the storage service (tracing on at the default sampling rate,
+exported over OTLP to a receiver in this process), then for each concurrency
+measures, alternating strata and raw etcd so both see the same machine at the
+same moment:
+  put   strata: Storage.Create of a new ~1 KiB object   etcd: Put of the same bytes
+  get   strata: Storage.Get (linearizable)              etcd: Range of one key
+  page  strata: Storage.List with limit 1000            etcd: Range with limit 1000
+The client side of both is Python (grpc.aio) in this process. Results go to
+bench/results/storage.json; the ratio is strata / raw etcd.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import grpc
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from strata import service
+from strata.dev import OtlpReceiver, find_etcd, free_port
+from strata.etcd import Etcd, prefix_end
+from strata.storage import GrpcStorage, ListOptions
+
+RESULTS = Path(__file__).resolve().parent / "results"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def value(name: str) -> bytes:
+    """About 1 KiB of object, as the registry would send it."""
+    return orjson.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "bench", "uid": "u" * 36},
+            "data": {"key": "v" * 900},
+        }
+    )
+
+
+Op = Callable[[int, int], Awaitable[None]]
+
+
+async def rate(op: Op, concurrency: int, seconds: float) -> float:
+    done = [0] * concurrency
+    deadline = time.monotonic() + seconds
+
+    async def worker(w: int) -> None:
+        i = 0
+        while time.monotonic() < deadline:
+            await op(w, i)
+            done[w] += 1
+            i += 1
+
+    start = time.monotonic()
+    await asyncio.gather(*(worker(w) for w in range(concurrency)))
+    return sum(done) / (time.monotonic() - start)
+
+
+def _operations(
+    store: GrpcStorage, etcd: Etcd, run: str, page_items: int
+) -> dict[str, tuple[Op, Op]]:
+    """(strata, raw etcd) operation pairs for one concurrency level."""
+    written: dict[int, int] = {}
+    base = b"/registry/pages/bench/"
+    expected_page = min(1000, page_items)
+
+    async def put_strata(w: int, i: int) -> None:
+        await store.create(f"/things/{run}/s-{w}-{i}", value(f"s-{w}-{i}"))
+        written[w] = max(written.get(w, 0), i + 1)
+
+    async def put_etcd(w: int, i: int) -> None:
+        await etcd.put(f"/raw/{run}/e-{w}-{i}".encode(), value(f"e-{w}-{i}"))
+
+    def existing(w: int, i: int) -> str:
+        return f"/things/{run}/s-{w}-{i % max(written.get(w, 1), 1)}"
+
+    async def get_strata(w: int, i: int) -> None:
+        await store.get(existing(w, i))
+
+    async def get_etcd(w: int, i: int) -> None:
+        await etcd.range(f"/registry{existing(w, i)}".encode())
+
+    async def page_strata(w: int, i: int) -> None:
+        result = await store.list("/pages/bench/", ListOptions(limit=1000))
+        assert len(result.items) == expected_page
+
+    async def page_etcd(w: int, i: int) -> None:
+        result = await etcd.range(base, prefix_end(base), limit=1000)
+        assert len(result.kvs) == expected_page
+
+    return {
+        "put": (put_strata, put_etcd),
+        "get": (get_strata, get_etcd),
+        "page": (page_strata, page_etcd),
+    }
+
+
+async def bench(
+    args: argparse.Namespace, etcd_address: str, storage_address: str
+) -> dict[str, object]:
+    etcd = Etcd(etcd_address)
+    channel = service.connect(storage_address)
+    store = GrpcStorage(channel)
+    # The page data set: page_items objects, written once for both sides.
+    for i in range(args.page_items):
+        await store.create(f"/pages/bench/o{i:05d}", value(f"o{i:05d}"))
+    table: dict[str, dict[str, dict[str, float]]] = {}
+    for concurrency in args.concurrency:
+        ops = _operations(store, etcd, f"c{concurrency}-{os.urandom(3).hex()}", args.page_items)
+        row: dict[str, dict[str, float]] = {}
+        for op, (strata_op, etcd_op) in ops.items():
+            seconds = args.seconds if op != "page" else args.seconds * 2
+            strata_rate = await rate(strata_op, concurrency, seconds)
+            etcd_rate = await rate(etcd_op, concurrency, seconds)
+            row[op] = {
+                "strata": round(strata_rate, 1),
+                "etcd": round(etcd_rate, 1),
+                "ratio": round(strata_rate / etcd_rate, 3),
+            }
+            print(
+                f"c={concurrency:<3} {op:<5} strata {strata_rate:9.1f}/s  "
+                f"etcd {etcd_rate:9.1f}/s  ratio {strata_rate / etcd_rate:.3f}",
+                flush=True,
+            )
+        table[str(concurrency)] = row
+    await channel.close()
+    await etcd.close()
+    return {
+        "benchmark": "storage",
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "seconds_per_phase": args.seconds,
+        "page_items": args.page_items,
+        "per_second": table,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--concurrency", default="1,16,64")
+    parser.add_argument("--page-items", type=int, default=1000)
+    args = parser.parse_args()
+    args.concurrency = [int(c) for c in args.concurrency.split(",")]
+    otlp = OtlpReceiver()
+    otlp.start()
+    with tempfile.TemporaryDirectory(prefix="strata-bench-") as home:
+        client, peer, listen = free_port(), free_port(), free_port()
+        etcd_address = f"127.0.0.1:{client}"
+        logs = open(Path(home) / "processes.log", "ab")  # noqa: SIM115 - held by the children
+        etcd = subprocess.Popen(
+            [
+                str(find_etcd()),
+                f"--data-dir={home}/etcd",
+                f"--listen-client-urls=http://{etcd_address}",
+                f"--advertise-client-urls=http://{etcd_address}",
+                f"--listen-peer-urls=http://127.0.0.1:{peer}",
+                f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
+                f"--initial-cluster=default=http://127.0.0.1:{peer}",
+                "--listen-metrics-urls=",
+                "--log-level=error",
+                "--quota-backend-bytes=8589934592",
+            ],
+            stdout=logs,
+            stderr=logs,
+        )
+        storage = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "services.storage",
+                f"--listen=127.0.0.1:{listen}",
+                f"--etcd={etcd_address}",
+            ],
+            stdout=logs,
+            stderr=logs,
+            cwd=ROOT,
+            env={
+                **os.environ,
+                "OTEL_EXPORTER_OTLP_ENDPOINT": otlp.endpoint,
+                "OTEL_EXPORTER_OTLP_INSECURE": "true",
+            },
+        )
+        try:
+            with grpc.insecure_channel(f"127.0.0.1:{listen}") as probe:
+                grpc.channel_ready_future(probe).result(timeout=30)
+            result = asyncio.run(bench(args, etcd_address, f"127.0.0.1:{listen}"))
+        finally:
+            for process in (storage, etcd):
+                process.terminate()
+                process.wait(10)
+            logs.close()
+            otlp.stop()
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "storage.json").write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
