@@ -104,9 +104,11 @@ async def cacher_address(storage_address: str) -> AsyncIterator[str]:
     await upstream.close()
 
 
-@pytest.fixture(scope="session", params=["storage", "cacher"])
+@pytest.fixture(scope="session", params=["storage", "storage-unary", "cacher"])
 def implementation(request: pytest.FixtureRequest) -> str:
-    """Which implementation of the storage contract a test runs against."""
+    """Which implementation of the storage contract a test runs against: the
+    storage service (over the Pipeline stream, or one gRPC call per operation)
+    or the cacher."""
     return str(request.param)
 
 
@@ -115,7 +117,9 @@ async def store(
     implementation: str, storage_address: str, cacher_address: str
 ) -> AsyncIterator[GrpcStorage]:
     """The storage contract over gRPC, from the storage service or the cacher."""
-    address = storage_address if implementation == "storage" else cacher_address
+    address = cacher_address if implementation == "cacher" else storage_address
     channel = grpc.aio.insecure_channel(address)
-    yield GrpcStorage(channel)
+    client = GrpcStorage(channel, pipelined=implementation != "storage-unary")
+    yield client
+    await client.close()
     await channel.close()

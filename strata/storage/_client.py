@@ -1,13 +1,20 @@
 """GrpcStorage: the storage contract on top of a strata.storage.v1.Storage
-channel, which may lead to the storage service or to the cacher."""
+channel, which may lead to the storage service or to the cacher.
+
+Unary operations go over the Pipeline stream by default (one gRPC call per
+operation costs more than the operation itself in Python gRPC); pipelined
+calls carry their own trace context and open a CLIENT span when sampled, as
+gRPC instrumentation would. Watches are ordinary server streams.
+"""
 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Awaitable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import grpc
 
+from strata import telemetry
 from strata.proto.storage.v1 import storage_pb2, storage_pb2_grpc
 from strata.storage._interface import (
     GetOptions,
@@ -17,9 +24,12 @@ from strata.storage._interface import (
     Predicate,
     WatchOptions,
 )
-from strata.storage._wire import restore
+from strata.storage._pipeline import PipelineClient
+from strata.storage._wire import from_failure, restore
 
 T = TypeVar("T")
+_tracer = telemetry.tracer("strata.storage.client")
+_SERVICE = "strata.storage.v1.Storage"
 
 
 async def _call(response: Awaitable[T]) -> T:
@@ -35,13 +45,41 @@ def predicate_message(predicate: Predicate) -> storage_pb2.Predicate:
     )
 
 
+def _list_result(response: storage_pb2.ListResponse) -> ListResult:
+    return ListResult(
+        items=list(response.items),
+        resource_version=response.resource_version,
+        continue_token=getattr(response, "continue"),
+        remaining_item_count=response.remaining_item_count
+        if response.HasField("remaining_item_count")
+        else None,
+    )
+
+
 class GrpcStorage:
-    def __init__(self, channel: grpc.aio.Channel) -> None:
+    def __init__(self, channel: grpc.aio.Channel, *, pipelined: bool = True) -> None:
         self._stub = storage_pb2_grpc.StorageStub(channel)
+        self._pipeline = PipelineClient(channel) if pipelined else None
+
+    async def close(self) -> None:
+        if self._pipeline is not None:
+            await self._pipeline.close()
+
+    async def _unary(self, method: str, field: str, request: Any, answer: str) -> Any:
+        """request sent as method (pipelined when enabled); the named part of its answer."""
+        if self._pipeline is None:
+            return await _call(getattr(self._stub, method)(request))
+        with telemetry.client_span(_tracer, f"{_SERVICE}/{method}") as parent:
+            call = storage_pb2.Call(traceparent=parent, **{field: request})
+            result = await self._pipeline.call(call)
+        if result.WhichOneof("response") == "failure":
+            raise from_failure(result.failure)
+        return getattr(result, answer)
 
     async def create(self, key: str, value: bytes, *, ttl_seconds: int = 0) -> storage_pb2.Object:
         request = storage_pb2.CreateRequest(key=key, value=value, ttl_seconds=ttl_seconds)
-        return await _call(self._stub.Create(request))
+        obj: storage_pb2.Object = await self._unary("Create", "create", request, "object")
+        return obj
 
     async def get(self, key: str, opts: GetOptions = GetOptions()) -> storage_pb2.Object:
         request = storage_pb2.GetRequest(
@@ -50,7 +88,8 @@ class GrpcStorage:
             resource_version_match=opts.resource_version_match,
             ignore_not_found=opts.ignore_not_found,
         )
-        return await _call(self._stub.Get(request))
+        obj: storage_pb2.Object = await self._unary("Get", "get", request, "object")
+        return obj
 
     async def list(self, prefix: str, opts: ListOptions = ListOptions()) -> ListResult:
         request = storage_pb2.ListRequest(
@@ -61,15 +100,8 @@ class GrpcStorage:
             predicate=predicate_message(opts.predicate),
         )
         setattr(request, "continue", opts.continue_token)  # a Python keyword
-        response = await _call(self._stub.List(request))
-        return ListResult(
-            items=list(response.items),
-            resource_version=response.resource_version,
-            continue_token=getattr(response, "continue"),
-            remaining_item_count=response.remaining_item_count
-            if response.HasField("remaining_item_count")
-            else None,
-        )
+        response: storage_pb2.ListResponse = await self._unary("List", "list", request, "list")
+        return _list_result(response)
 
     async def update(
         self, key: str, value: bytes, *, expected_resource_version: int
@@ -77,7 +109,8 @@ class GrpcStorage:
         request = storage_pb2.UpdateRequest(
             key=key, value=value, expected_resource_version=expected_resource_version
         )
-        return await _call(self._stub.Update(request))
+        obj: storage_pb2.Object = await self._unary("Update", "update", request, "object")
+        return obj
 
     async def delete(
         self, key: str, *, preconditions: Preconditions | None = None
@@ -86,7 +119,8 @@ class GrpcStorage:
         if preconditions is not None:
             request.preconditions.uid = preconditions.uid
             request.preconditions.resource_version = preconditions.resource_version
-        return await _call(self._stub.Delete(request))
+        obj: storage_pb2.Object = await self._unary("Delete", "delete", request, "object")
+        return obj
 
     async def watch(
         self, key: str, opts: WatchOptions = WatchOptions()
@@ -109,12 +143,19 @@ class GrpcStorage:
             call.cancel()
 
     async def current_revision(self) -> int:
-        response = await _call(self._stub.CurrentRevision(storage_pb2.CurrentRevisionRequest()))
-        return response.revision
+        request = storage_pb2.CurrentRevisionRequest()
+        response = await self._unary(
+            "CurrentRevision", "current_revision", request, "current_revision"
+        )
+        return int(response.revision)
 
     async def count(self, prefix: str) -> int:
-        response = await _call(self._stub.Count(storage_pb2.CountRequest(prefix=prefix)))
-        return response.count
+        response = await self._unary(
+            "Count", "count", storage_pb2.CountRequest(prefix=prefix), "count"
+        )
+        return int(response.count)
 
     async def compact(self, revision: int) -> None:
-        await _call(self._stub.Compact(storage_pb2.CompactRequest(revision=revision)))
+        await self._unary(
+            "Compact", "compact", storage_pb2.CompactRequest(revision=revision), "compact"
+        )

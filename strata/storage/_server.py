@@ -1,14 +1,21 @@
 """StorageServicer: serves any implementation of the storage contract as
 strata.storage.v1.Storage, so the storage service and the cacher share one
-wire adapter and differ only in what they plug into it."""
+wire adapter and differ only in what they plug into it.
+
+Each operation is one method here, used both by its unary RPC and by the
+Pipeline stream, which runs the calls of a batch concurrently and sends
+results back in batches as they finish.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable
-from typing import TypeVar
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
 
 import grpc
 
+from strata import telemetry
 from strata.proto.storage.v1 import storage_pb2, storage_pb2_grpc
 from strata.storage._errors import StorageError
 from strata.storage._interface import (
@@ -19,10 +26,12 @@ from strata.storage._interface import (
     Storage,
     WatchOptions,
 )
-from strata.storage._wire import abort
+from strata.storage._wire import abort, failure
 
 Context = grpc.aio.ServicerContext[object, object]
 T = TypeVar("T")
+_tracer = telemetry.tracer("strata.storage.server")
+_SERVICE = "strata.storage.v1.Storage"
 
 
 async def _answer(context: Context, call: Awaitable[T]) -> T:
@@ -41,26 +50,34 @@ def _predicate(message: storage_pb2.Predicate) -> Predicate:
 class StorageServicer(storage_pb2_grpc.StorageServicer):
     def __init__(self, storage: Storage) -> None:
         self._storage = storage
+        # Pipelined call kind -> (method name, operation, result field).
+        self._operations: dict[str, tuple[str, Callable[[Any], Awaitable[Any]], str]] = {
+            "create": ("Create", self._create, "object"),
+            "get": ("Get", self._get, "object"),
+            "list": ("List", self._list, "list"),
+            "update": ("Update", self._update, "object"),
+            "delete": ("Delete", self._delete, "object"),
+            "current_revision": ("CurrentRevision", self._current_revision, "current_revision"),
+            "count": ("Count", self._count, "count"),
+            "compact": ("Compact", self._compact, "compact"),
+        }
 
-    async def Create(
-        self, request: storage_pb2.CreateRequest, context: Context
-    ) -> storage_pb2.Object:
-        return await _answer(
-            context,
-            self._storage.create(request.key, request.value, ttl_seconds=request.ttl_seconds),
+    # --- the operations ----------------------------------------------------------
+
+    async def _create(self, request: storage_pb2.CreateRequest) -> storage_pb2.Object:
+        return await self._storage.create(
+            request.key, request.value, ttl_seconds=request.ttl_seconds
         )
 
-    async def Get(self, request: storage_pb2.GetRequest, context: Context) -> storage_pb2.Object:
+    async def _get(self, request: storage_pb2.GetRequest) -> storage_pb2.Object:
         options = GetOptions(
             resource_version=request.resource_version,
             resource_version_match=request.resource_version_match,
             ignore_not_found=request.ignore_not_found,
         )
-        return await _answer(context, self._storage.get(request.key, options))
+        return await self._storage.get(request.key, options)
 
-    async def List(
-        self, request: storage_pb2.ListRequest, context: Context
-    ) -> storage_pb2.ListResponse:
+    async def _list(self, request: storage_pb2.ListRequest) -> storage_pb2.ListResponse:
         options = ListOptions(
             resource_version=request.resource_version,
             resource_version_match=request.resource_version_match,
@@ -68,7 +85,7 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
             continue_token=getattr(request, "continue"),
             predicate=_predicate(request.predicate),
         )
-        result = await _answer(context, self._storage.list(request.prefix, options))
+        result = await self._storage.list(request.prefix, options)
         response = storage_pb2.ListResponse(
             items=result.items, resource_version=result.resource_version
         )
@@ -77,30 +94,71 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
             response.remaining_item_count = result.remaining_item_count
         return response
 
-    async def Update(
-        self, request: storage_pb2.UpdateRequest, context: Context
-    ) -> storage_pb2.Object:
-        return await _answer(
-            context,
-            self._storage.update(
-                request.key,
-                request.value,
-                expected_resource_version=request.expected_resource_version,
-            ),
+    async def _update(self, request: storage_pb2.UpdateRequest) -> storage_pb2.Object:
+        return await self._storage.update(
+            request.key, request.value, expected_resource_version=request.expected_resource_version
         )
 
-    async def Delete(
-        self, request: storage_pb2.DeleteRequest, context: Context
-    ) -> storage_pb2.Object:
+    async def _delete(self, request: storage_pb2.DeleteRequest) -> storage_pb2.Object:
         preconditions = None
         if request.HasField("preconditions"):
             preconditions = Preconditions(
                 uid=request.preconditions.uid,
                 resource_version=request.preconditions.resource_version,
             )
-        return await _answer(
-            context, self._storage.delete(request.key, preconditions=preconditions)
-        )
+        return await self._storage.delete(request.key, preconditions=preconditions)
+
+    async def _current_revision(
+        self, request: storage_pb2.CurrentRevisionRequest
+    ) -> storage_pb2.CurrentRevisionResponse:
+        return storage_pb2.CurrentRevisionResponse(revision=await self._storage.current_revision())
+
+    async def _count(self, request: storage_pb2.CountRequest) -> storage_pb2.CountResponse:
+        return storage_pb2.CountResponse(count=await self._storage.count(request.prefix))
+
+    async def _compact(self, request: storage_pb2.CompactRequest) -> storage_pb2.CompactResponse:
+        await self._storage.compact(request.revision)
+        return storage_pb2.CompactResponse()
+
+    # --- unary RPCs --------------------------------------------------------------
+
+    async def Create(
+        self, request: storage_pb2.CreateRequest, context: Context
+    ) -> storage_pb2.Object:
+        return await _answer(context, self._create(request))
+
+    async def Get(self, request: storage_pb2.GetRequest, context: Context) -> storage_pb2.Object:
+        return await _answer(context, self._get(request))
+
+    async def List(
+        self, request: storage_pb2.ListRequest, context: Context
+    ) -> storage_pb2.ListResponse:
+        return await _answer(context, self._list(request))
+
+    async def Update(
+        self, request: storage_pb2.UpdateRequest, context: Context
+    ) -> storage_pb2.Object:
+        return await _answer(context, self._update(request))
+
+    async def Delete(
+        self, request: storage_pb2.DeleteRequest, context: Context
+    ) -> storage_pb2.Object:
+        return await _answer(context, self._delete(request))
+
+    async def CurrentRevision(
+        self, request: storage_pb2.CurrentRevisionRequest, context: Context
+    ) -> storage_pb2.CurrentRevisionResponse:
+        return await _answer(context, self._current_revision(request))
+
+    async def Count(
+        self, request: storage_pb2.CountRequest, context: Context
+    ) -> storage_pb2.CountResponse:
+        return await _answer(context, self._count(request))
+
+    async def Compact(
+        self, request: storage_pb2.CompactRequest, context: Context
+    ) -> storage_pb2.CompactResponse:
+        return await _answer(context, self._compact(request))
 
     async def Watch(
         self, request: storage_pb2.WatchRequest, context: Context
@@ -120,20 +178,66 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
         finally:
             await events.aclose()
 
-    async def CurrentRevision(
-        self, request: storage_pb2.CurrentRevisionRequest, context: Context
-    ) -> storage_pb2.CurrentRevisionResponse:
-        revision = await _answer(context, self._storage.current_revision())
-        return storage_pb2.CurrentRevisionResponse(revision=revision)
+    # --- the pipeline ------------------------------------------------------------
 
-    async def Count(
-        self, request: storage_pb2.CountRequest, context: Context
-    ) -> storage_pb2.CountResponse:
-        count = await _answer(context, self._storage.count(request.prefix))
-        return storage_pb2.CountResponse(count=count)
+    async def _execute(self, call: storage_pb2.Call) -> storage_pb2.Result:
+        kind = call.WhichOneof("request")
+        if kind is None:
+            return storage_pb2.Result(
+                id=call.id,
+                failure=storage_pb2.Failure(error="InvalidRequest", message="empty call"),
+            )
+        method, operation, field = self._operations[kind]
+        with telemetry.server_span(_tracer, f"{_SERVICE}/{method}", call.traceparent):
+            try:
+                answer = await operation(getattr(call, kind))
+            except StorageError as e:
+                return storage_pb2.Result(id=call.id, failure=failure(e))
+        return storage_pb2.Result(id=call.id, **{field: answer})
 
-    async def Compact(
-        self, request: storage_pb2.CompactRequest, context: Context
-    ) -> storage_pb2.CompactResponse:
-        await _answer(context, self._storage.compact(request.revision))
-        return storage_pb2.CompactResponse()
+    async def Pipeline(
+        self, request_iterator: AsyncIterator[storage_pb2.Calls], context: Context
+    ) -> AsyncIterator[storage_pb2.Results]:
+        results: asyncio.Queue[storage_pb2.Result | None] = asyncio.Queue()
+        running: set[asyncio.Task[None]] = set()
+        reading = True
+
+        async def run(call: storage_pb2.Call) -> None:
+            results.put_nowait(await self._execute(call))
+
+        def finished(task: asyncio.Task[None]) -> None:
+            running.discard(task)
+            if not reading and not running:
+                results.put_nowait(None)
+
+        async def read() -> None:
+            nonlocal reading
+            try:
+                async for calls in request_iterator:
+                    for call in calls.calls:
+                        task = asyncio.create_task(run(call))
+                        running.add(task)
+                        task.add_done_callback(finished)
+            finally:
+                reading = False
+                if not running:
+                    results.put_nowait(None)
+
+        reader = asyncio.create_task(read())
+        try:
+            while (first := await results.get()) is not None:
+                batch = [first]
+                end = False
+                while not results.empty():
+                    item = results.get_nowait()
+                    if item is None:
+                        end = True
+                        break
+                    batch.append(item)
+                yield storage_pb2.Results(results=batch)
+                if end:
+                    return
+        finally:
+            reader.cancel()
+            for task in list(running):
+                task.cancel()

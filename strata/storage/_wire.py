@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import grpc
 
+from strata.proto.storage.v1 import storage_pb2
 from strata.storage._errors import ERROR_TYPES, Expired, StorageError, Unavailable
 
 ERROR_METADATA_KEY = "strata-storage-error"
@@ -49,3 +50,18 @@ def restore(error: grpc.aio.AioRpcError) -> StorageError:
     if error.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
         return Unavailable(key, message or str(error.code()))
     return StorageError(key, f"{error.code()}: {message}")
+
+
+def failure(error: StorageError) -> storage_pb2.Failure:
+    """error as a pipelined call reports it."""
+    message = storage_pb2.Failure(error=type(error).__name__, message=error.message, key=error.key)
+    if isinstance(error, Expired) and error.continue_token:
+        setattr(message, "continue", error.continue_token)  # a Python keyword
+    return message
+
+
+def from_failure(message: storage_pb2.Failure) -> StorageError:
+    cls = ERROR_TYPES.get(message.error, StorageError)
+    if cls is Expired:
+        return Expired(message.key, message.message, getattr(message, "continue"))
+    return cls(message.key, message.message)

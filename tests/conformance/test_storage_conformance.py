@@ -11,6 +11,7 @@ from strata.storage.conformance import CASES, Capabilities, Hooks, MissingCapabi
 
 CAPABILITIES = {
     "storage": Capabilities(),
+    "storage-unary": Capabilities(),
     # The cacher replays a compacted revision still in its window instead of
     # answering 410, and serves resourceVersion "0" lists whole (as kube's does);
     # bookmarks come from upstream progress notifications.

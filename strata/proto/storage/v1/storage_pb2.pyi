@@ -29,6 +29,176 @@ else:
 DESCRIPTOR: _descriptor.FileDescriptor
 
 @_typing.final
+class Call(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    TRACEPARENT_FIELD_NUMBER: _builtins.int
+    CREATE_FIELD_NUMBER: _builtins.int
+    GET_FIELD_NUMBER: _builtins.int
+    LIST_FIELD_NUMBER: _builtins.int
+    UPDATE_FIELD_NUMBER: _builtins.int
+    DELETE_FIELD_NUMBER: _builtins.int
+    CURRENT_REVISION_FIELD_NUMBER: _builtins.int
+    COUNT_FIELD_NUMBER: _builtins.int
+    COMPACT_FIELD_NUMBER: _builtins.int
+    id: _builtins.int
+    traceparent: _builtins.str
+    """The caller's W3C traceparent when its span is sampled; empty otherwise."""
+    @_builtins.property
+    def create(self) -> Global___CreateRequest: ...
+    @_builtins.property
+    def get(self) -> Global___GetRequest: ...
+    @_builtins.property
+    def list(self) -> Global___ListRequest: ...
+    @_builtins.property
+    def update(self) -> Global___UpdateRequest: ...
+    @_builtins.property
+    def delete(self) -> Global___DeleteRequest: ...
+    @_builtins.property
+    def current_revision(self) -> Global___CurrentRevisionRequest: ...
+    @_builtins.property
+    def count(self) -> Global___CountRequest: ...
+    @_builtins.property
+    def compact(self) -> Global___CompactRequest: ...
+    def __init__(
+        self,
+        *,
+        id: _builtins.int = ...,
+        traceparent: _builtins.str = ...,
+        create: Global___CreateRequest | None = ...,
+        get: Global___GetRequest | None = ...,
+        list: Global___ListRequest | None = ...,
+        update: Global___UpdateRequest | None = ...,
+        delete: Global___DeleteRequest | None = ...,
+        current_revision: Global___CurrentRevisionRequest | None = ...,
+        count: Global___CountRequest | None = ...,
+        compact: Global___CompactRequest | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["compact", b"compact", "count", b"count", "create", b"create", "current_revision", b"current_revision", "delete", b"delete", "get", b"get", "list", b"list", "request", b"request", "update", b"update"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["compact", b"compact", "count", b"count", "create", b"create", "current_revision", b"current_revision", "delete", b"delete", "get", b"get", "id", b"id", "list", b"list", "request", b"request", "traceparent", b"traceparent", "update", b"update"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_request: _TypeAlias = _typing.Literal["create", "get", "list", "update", "delete", "current_revision", "count", "compact"]  # noqa: Y015
+    _WhichOneofArgType_request: _TypeAlias = _typing.Literal["request", b"request"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_request) -> _WhichOneofReturnType_request | None: ...
+
+Global___Call: _TypeAlias = Call  # noqa: Y015
+
+@_typing.final
+class Calls(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CALLS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def calls(self) -> _containers.RepeatedCompositeFieldContainer[Global___Call]: ...
+    def __init__(
+        self,
+        *,
+        calls: _abc.Iterable[Global___Call] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["calls", b"calls"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Calls: _TypeAlias = Calls  # noqa: Y015
+
+@_typing.final
+class Failure(_message.Message):
+    """A typed storage error, as the unary calls report it in trailing metadata."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ERROR_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    KEY_FIELD_NUMBER: _builtins.int
+    CONTINUE_FIELD_NUMBER: _builtins.int
+    error: _builtins.str
+    message: _builtins.str
+    key: _builtins.str
+    def __init__(
+        self,
+        *,
+        error: _builtins.str = ...,
+        message: _builtins.str = ...,
+        key: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["continue", b"continue", "error", b"error", "key", b"key", "message", b"message"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Failure: _TypeAlias = Failure  # noqa: Y015
+
+@_typing.final
+class Result(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    OBJECT_FIELD_NUMBER: _builtins.int
+    LIST_FIELD_NUMBER: _builtins.int
+    CURRENT_REVISION_FIELD_NUMBER: _builtins.int
+    COUNT_FIELD_NUMBER: _builtins.int
+    COMPACT_FIELD_NUMBER: _builtins.int
+    FAILURE_FIELD_NUMBER: _builtins.int
+    id: _builtins.int
+    @_builtins.property
+    def object(self) -> Global___Object: ...
+    @_builtins.property
+    def list(self) -> Global___ListResponse: ...
+    @_builtins.property
+    def current_revision(self) -> Global___CurrentRevisionResponse: ...
+    @_builtins.property
+    def count(self) -> Global___CountResponse: ...
+    @_builtins.property
+    def compact(self) -> Global___CompactResponse: ...
+    @_builtins.property
+    def failure(self) -> Global___Failure: ...
+    def __init__(
+        self,
+        *,
+        id: _builtins.int = ...,
+        object: Global___Object | None = ...,
+        list: Global___ListResponse | None = ...,
+        current_revision: Global___CurrentRevisionResponse | None = ...,
+        count: Global___CountResponse | None = ...,
+        compact: Global___CompactResponse | None = ...,
+        failure: Global___Failure | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["compact", b"compact", "count", b"count", "current_revision", b"current_revision", "failure", b"failure", "list", b"list", "object", b"object", "response", b"response"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["compact", b"compact", "count", b"count", "current_revision", b"current_revision", "failure", b"failure", "id", b"id", "list", b"list", "object", b"object", "response", b"response"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_response: _TypeAlias = _typing.Literal["object", "list", "current_revision", "count", "compact", "failure"]  # noqa: Y015
+    _WhichOneofArgType_response: _TypeAlias = _typing.Literal["response", b"response"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_response) -> _WhichOneofReturnType_response | None: ...
+
+Global___Result: _TypeAlias = Result  # noqa: Y015
+
+@_typing.final
+class Results(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESULTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def results(self) -> _containers.RepeatedCompositeFieldContainer[Global___Result]: ...
+    def __init__(
+        self,
+        *,
+        results: _abc.Iterable[Global___Result] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["results", b"results"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Results: _TypeAlias = Results  # noqa: Y015
+
+@_typing.final
 class Predicate(_message.Message):
     """Which objects a list or watch returns, in kube's selector syntax; fields are
     metadata.name and metadata.namespace.

@@ -79,6 +79,11 @@ class StorageStub:
                 request_serializer=strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.CompactRequest.SerializeToString,
                 response_deserializer=strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.CompactResponse.FromString,
                 _registered_method=True)
+        self.Pipeline = channel.stream_stream(
+                '/strata.storage.v1.Storage/Pipeline',
+                request_serializer=strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.Calls.SerializeToString,
+                response_deserializer=strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.Results.FromString,
+                _registered_method=True)
 
 
 class StorageServicer:
@@ -142,6 +147,16 @@ class StorageServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Pipeline(self, request_iterator, context):
+        """The unary calls above, many at a time on one stream and batched both ways.
+        In Python gRPC the per-call overhead dwarfs the work of a storage call, so
+        busy clients (the cacher, the registry) multiplex over this instead. Each
+        Call carries its own trace context; results come back in any order.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_StorageServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -189,6 +204,11 @@ def add_StorageServicer_to_server(servicer, server):
                     servicer.Compact,
                     request_deserializer=strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.CompactRequest.FromString,
                     response_serializer=strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.CompactResponse.SerializeToString,
+            ),
+            'Pipeline': grpc.stream_stream_rpc_method_handler(
+                    servicer.Pipeline,
+                    request_deserializer=strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.Calls.FromString,
+                    response_serializer=strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.Results.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -434,6 +454,33 @@ class Storage:
             '/strata.storage.v1.Storage/Compact',
             strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.CompactRequest.SerializeToString,
             strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.CompactResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Pipeline(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/strata.storage.v1.Storage/Pipeline',
+            strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.Calls.SerializeToString,
+            strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.Results.FromString,
             options,
             channel_credentials,
             insecure,

@@ -53,6 +53,12 @@ class StorageStub:
     """How many objects are stored under a prefix."""
     Compact: _grpc.UnaryUnaryMultiCallable[_storage_pb2.CompactRequest, _storage_pb2.CompactResponse]
     """Forget history before a revision (tests and the compactor)."""
+    Pipeline: _grpc.StreamStreamMultiCallable[_storage_pb2.Calls, _storage_pb2.Results]
+    """The unary calls above, many at a time on one stream and batched both ways.
+    In Python gRPC the per-call overhead dwarfs the work of a storage call, so
+    busy clients (the cacher, the registry) multiplex over this instead. Each
+    Call carries its own trace context; results come back in any order.
+    """
 
 @_typing.type_check_only
 class StorageAsyncStub(StorageStub):
@@ -70,6 +76,12 @@ class StorageAsyncStub(StorageStub):
     """How many objects are stored under a prefix."""
     Compact: _aio.UnaryUnaryMultiCallable[_storage_pb2.CompactRequest, _storage_pb2.CompactResponse]  # type: ignore[assignment]
     """Forget history before a revision (tests and the compactor)."""
+    Pipeline: _aio.StreamStreamMultiCallable[_storage_pb2.Calls, _storage_pb2.Results]  # type: ignore[assignment]
+    """The unary calls above, many at a time on one stream and batched both ways.
+    In Python gRPC the per-call overhead dwarfs the work of a storage call, so
+    busy clients (the cacher, the registry) multiplex over this instead. Each
+    Call carries its own trace context; results come back in any order.
+    """
 
 class StorageServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -138,5 +150,17 @@ class StorageServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_storage_pb2.CompactResponse, _abc.Awaitable[_storage_pb2.CompactResponse]]:
         """Forget history before a revision (tests and the compactor)."""
+
+    @_abc_1.abstractmethod
+    def Pipeline(
+        self,
+        request_iterator: _MaybeAsyncIterator[_storage_pb2.Calls],
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_storage_pb2.Results], _abc.AsyncIterator[_storage_pb2.Results]]:
+        """The unary calls above, many at a time on one stream and batched both ways.
+        In Python gRPC the per-call overhead dwarfs the work of a storage call, so
+        busy clients (the cacher, the registry) multiplex over this instead. Each
+        Call carries its own trace context; results come back in any order.
+        """
 
 def add_StorageServicer_to_server(servicer: StorageServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -1,0 +1,70 @@
+"""The storage Pipeline stream: many calls in flight on one stream, and a
+broken stream failing its calls with Unavailable before the next call
+reconnects."""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+import pytest
+
+from services.storage.store import EtcdStorage
+from strata.dev import free_port
+from strata.etcd import Etcd
+from strata.proto.storage.v1 import storage_pb2_grpc
+from strata.storage import GrpcStorage, KeyNotFound, StorageServicer, Unavailable
+
+OBJ = b'{"apiVersion":"v1","kind":"Thing","metadata":{"name":"p"}}'
+
+
+async def _server(etcd: Etcd, port: int) -> grpc.aio.Server:
+    server = grpc.aio.server()
+    storage_pb2_grpc.add_StorageServicer_to_server(
+        StorageServicer(EtcdStorage(etcd, "/pipeline-test")), server
+    )
+    server.add_insecure_port(f"127.0.0.1:{port}")
+    await server.start()
+    return server
+
+
+async def test_many_calls_share_the_stream_and_errors_stay_typed(etcd: Etcd) -> None:
+    port = free_port()
+    server = await _server(etcd, port)
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+    store = GrpcStorage(channel)
+    try:
+        created = await asyncio.gather(*(store.create(f"/things/ns/o{i}", OBJ) for i in range(100)))
+        assert len({c.resource_version for c in created}) == 100
+        got = await asyncio.gather(*(store.get(f"/things/ns/o{i}") for i in range(100)))
+        assert [g.key for g in got] == [f"/things/ns/o{i}" for i in range(100)]
+        with pytest.raises(KeyNotFound):
+            await store.get("/things/ns/missing")
+    finally:
+        await store.close()
+        await channel.close()
+        await server.stop(None)
+
+
+async def test_a_broken_stream_fails_its_calls_and_the_next_call_reconnects(etcd: Etcd) -> None:
+    port = free_port()
+    server = await _server(etcd, port)
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+    store = GrpcStorage(channel)
+    try:
+        assert await store.current_revision() > 0
+        await server.stop(None)
+        with pytest.raises(Unavailable):
+            await store.current_revision()
+        server = await _server(etcd, port)
+        async with asyncio.timeout(20):
+            while True:
+                try:
+                    assert await store.current_revision() > 0
+                    break
+                except Unavailable:
+                    await asyncio.sleep(0.2)
+    finally:
+        await store.close()
+        await channel.close()
+        await server.stop(None)
