@@ -28,12 +28,22 @@ def _decode(value: bytes) -> dict[str, Any] | None:
     return obj
 
 
+_LEADING = ("apiVersion", "kind", "metadata")
+_METADATA = b'"metadata":{'
+
+
 def for_etcd(key: str, value: bytes) -> tuple[dict[str, Any], bytes]:
-    """The decoded object and the bytes to store (resourceVersion removed)."""
-    obj = _decode(value)
-    if obj is None:
+    """The decoded object and the bytes to store (resourceVersion removed).
+
+    apiVersion, kind and metadata lead, so the first `"metadata":{` in the bytes
+    is the object's own and a revision can be stamped in without decoding.
+    """
+    decoded = _decode(value)
+    if decoded is None:
         raise InvalidObject(key, f"object for {key} is not a JSON object with metadata")
-    obj.setdefault("metadata", {}).pop("resourceVersion", None)
+    decoded.setdefault("metadata", {}).pop("resourceVersion", None)
+    obj = {k: decoded[k] for k in _LEADING if k in decoded}
+    obj.update(decoded)
     data = orjson.dumps(obj)
     if len(data) > MAX_OBJECT_BYTES:
         raise ObjectTooLarge(
@@ -48,6 +58,28 @@ def stored(key: str, value: bytes) -> dict[str, Any]:
     if obj is None:
         raise CorruptObject(key, f"stored value at {key} is not a JSON object with metadata")
     return obj
+
+
+def stamped(data: bytes, revision: int) -> bytes:
+    """data (as for_etcd wrote it) with metadata.resourceVersion set, without decoding."""
+    at = data.index(_METADATA) + len(_METADATA)
+    field = b'"resourceVersion":"' + str(revision).encode() + b'"'
+    return data[:at] + field + (b"" if data[at : at + 1] == b"}" else b",") + data[at:]
+
+
+def written(key: str, obj: dict[str, Any], data: bytes, revision: int) -> storage_pb2.Object:
+    """The envelope of an object just stored as data at revision."""
+    meta = obj["metadata"]
+    labels = meta.get("labels") or {}
+    return storage_pb2.Object(
+        key=key,
+        value=stamped(data, revision),
+        resource_version=revision,
+        namespace=str(meta.get("namespace", "")),
+        name=str(meta.get("name", "")),
+        uid=str(meta.get("uid", "")),
+        labels={str(k): str(v) for k, v in labels.items()},
+    )
 
 
 def envelope(key: str, obj: dict[str, Any], revision: int) -> storage_pb2.Object:

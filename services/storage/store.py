@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncGenerator, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncGenerator, Callable
 
 import grpc
 
 from services.storage import metrics, objects
 from services.storage.encryption import Transformers
 from services.storage.encryption._transformer import UnreadableValue
+from services.storage.reads import PointReads
 from strata.etcd import Etcd, prefix_end
 from strata.proto.etcd.etcdserverpb import rpc_pb2
 from strata.proto.etcd.mvccpb import kv_pb2
@@ -56,6 +56,9 @@ DEFAULT_FUTURE_WAIT_SECONDS = 3.0
 # How often an idle watch that asked for progress gets a BOOKMARK. Caches wait
 # for these to prove they are fresh, so it must be well under their 3s wait.
 DEFAULT_PROGRESS_INTERVAL_SECONDS = 1.0
+# Envelopes kept by (key, revision), so a value read or written lately is not
+# decoded again.
+ENVELOPE_CACHE_SIZE = 10000
 # Keys read per etcd range while filtering a limited list (kube grows its batches to 10000).
 MAX_BATCH = 10000
 CONTINUE_EXPIRED = (
@@ -91,20 +94,31 @@ def _txn(ekey: bytes, condition: Compare, then: rpc_pb2.RequestOp) -> rpc_pb2.Tx
     )
 
 
-@contextmanager
-def _etcd_errors(key: str, at_revision: int = 0) -> Iterator[None]:
-    """etcd's gRPC errors as storage errors; at_revision names the revision read."""
-    try:
-        yield
-    except grpc.aio.AioRpcError as e:
-        details = e.details() or ""
+class _etcd_errors:
+    """etcd's gRPC errors as storage errors; at_revision names the revision read.
+
+    A class rather than a generator context manager: it runs on every request.
+    """
+
+    __slots__ = ("_at", "_key")
+
+    def __init__(self, key: str, at_revision: int = 0) -> None:
+        self._key, self._at = key, at_revision
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, error: BaseException | None, _: object) -> None:
+        if not isinstance(error, grpc.aio.AioRpcError):
+            return
+        details = error.details() or ""
         if "required revision has been compacted" in details:
-            raise Expired(key, f"too old resource version: {at_revision}") from None
+            raise Expired(self._key, f"too old resource version: {self._at}") from None
         if "required revision is a future revision" in details:
             raise TooLargeResourceVersion(
-                key, f"Too large resource version: {at_revision}"
+                self._key, f"Too large resource version: {self._at}"
             ) from None
-        raise Unavailable(key, f"etcd: {details or e.code().name}") from None
+        raise Unavailable(self._key, f"etcd: {details or error.code().name}") from None
 
 
 class EtcdStorage:
@@ -121,6 +135,10 @@ class EtcdStorage:
         self._etcd = etcd
         self._prefix = prefix.rstrip("/")
         self._transformers = transformers
+        self._reads = PointReads(etcd)
+        # (etcd key, revision) -> envelope. A key's value at a revision never
+        # changes, so this holds what was written or read lately, never stale.
+        self._envelopes: dict[tuple[bytes, int], storage_pb2.Object] = {}
         # Told of every key written or listed (the object counter learns resources so).
         self._on_resource = on_resource or (lambda _: None)
         self._future_wait = future_wait_seconds
@@ -152,15 +170,30 @@ class EtcdStorage:
             raise CorruptObject(key, f"cannot read the stored value at {key}: {e}") from None
 
     def _object(self, ekey: bytes, stored: bytes, at: int) -> storage_pb2.Object:
+        """The envelope of the value stored at ekey as of revision at (its mod
+        revision, or the delete revision for a deleted key's last state)."""
+        cached = self._envelopes.get((ekey, at))
+        if cached is not None:
+            return cached
+        return self._remember(ekey, at, self._decoded(ekey, stored, at))
+
+    def _decoded(self, ekey: bytes, stored: bytes, at: int) -> storage_pb2.Object:
         key = self._key(ekey)
         return objects.from_etcd(key, self._opened(key, ekey, stored), at)
+
+    def _remember(self, ekey: bytes, at: int, obj: storage_pb2.Object) -> storage_pb2.Object:
+        envelopes = self._envelopes
+        envelopes[(ekey, at)] = obj
+        if len(envelopes) > ENVELOPE_CACHE_SIZE:
+            del envelopes[next(iter(envelopes))]
+        return obj
 
     # --- writes ----------------------------------------------------------------
 
     async def create(self, key: str, value: bytes, *, ttl_seconds: int = 0) -> storage_pb2.Object:
         ekey = self._etcd_key(key)
-        obj, data = objects.for_etcd(key, value)
-        data = self._sealed(key, ekey, data)
+        obj, data_plain = objects.for_etcd(key, value)
+        data = self._sealed(key, ekey, data_plain)
         self._on_resource(key)
         with _etcd_errors(key), metrics.etcd_request("create", key):
             lease = await self._etcd.lease_grant(ttl_seconds) if ttl_seconds > 0 else 0
@@ -170,7 +203,8 @@ class EtcdStorage:
             )
         if not response.succeeded:
             raise KeyExists(key)
-        return objects.envelope(key, obj, response.header.revision)
+        revision = response.header.revision
+        return self._remember(ekey, revision, objects.written(key, obj, data_plain, revision))
 
     async def update(
         self, key: str, value: bytes, *, expected_resource_version: int
@@ -190,7 +224,8 @@ class EtcdStorage:
             if not response.responses[0].response_range.kvs:
                 raise KeyNotFound(key)
             raise Conflict(key, f"{key}: resourceVersion {expected_resource_version} is stale")
-        return objects.envelope(key, obj, response.header.revision)
+        revision = response.header.revision
+        return self._remember(ekey, revision, objects.written(key, obj, data, revision))
 
     async def delete(
         self, key: str, *, preconditions: Preconditions | None = None
@@ -254,14 +289,13 @@ class EtcdStorage:
         check_match(key, opts.resource_version, opts.resource_version_match)
         exact = opts.resource_version_match == EXACT
         with _etcd_errors(key, wanted), metrics.etcd_request("get", key):
-            response = await self._etcd.range(
-                ekey,
-                revision=wanted if exact else 0,
-                serializable=opts.resource_version == "0",
-            )
+            if exact:
+                response = await self._etcd.range(ekey, revision=wanted)
+            else:
+                response = await self._reads.range(ekey)
             if not exact and opts.resource_version != "0" and wanted > response.header.revision:
                 await self._not_older_than(key, wanted, response.header.revision)
-                response = await self._etcd.range(ekey)
+                response = await self._reads.range(ekey)
         if not response.kvs:
             if opts.ignore_not_found:
                 return storage_pb2.Object(key=key, resource_version=response.header.revision)
@@ -412,7 +446,11 @@ class EtcdStorage:
         def previous() -> storage_pb2.Object | None:
             if not event.HasField("prev_kv"):
                 return None
-            return self._object(kv.key, event.prev_kv.value, at)
+            if event.type == kv_pb2.Event.DELETE:
+                return self._object(kv.key, event.prev_kv.value, at)
+            # The old state stamped with this revision: not what the key holds at
+            # it, so it stays out of the cache.
+            return self._decoded(kv.key, event.prev_kv.value, at)
 
         if event.type == kv_pb2.Event.DELETE:
             return through(matches, Event.DELETED, None, previous, at)

@@ -130,7 +130,20 @@ class Etcd:
         for endpoint in self._endpoints:
             await endpoint.channel.close()
 
+    async def _traced(self, method: str, key: bytes, call: Awaitable[T]) -> T:
+        """call inside its span when the caller is traced, directly otherwise (cheaper)."""
+        span = self._span(method, key)
+        if span is trace.INVALID_SPAN:
+            return await call
+        with trace.use_span(span, end_on_exit=True):
+            return await call
+
     def _span(self, method: str, key: bytes = b"") -> trace.Span:
+        """A CLIENT span for one etcd call, inside a sampled trace only: an etcd call
+        outside any trace would otherwise start a root span of its own."""
+        parent = trace.get_current_span()
+        if not parent.get_span_context().trace_flags.sampled:
+            return trace.INVALID_SPAN
         span = _tracer.start_span(f"etcd {method}", kind=trace.SpanKind.CLIENT)
         if span.is_recording():
             span.set_attribute("db.system", "etcd")
@@ -158,25 +171,35 @@ class Etcd:
             count_only=count_only,
             serializable=serializable,
         )
-        with trace.use_span(self._span("Range", key), end_on_exit=True):
-            return await self._read(lambda e: e.kv.Range(request, timeout=self._timeout))
+        return await self._traced(
+            "Range", key, self._read(lambda e: e.kv.Range(request, timeout=self._timeout))
+        )
 
     async def put(self, key: bytes, value: bytes, *, lease: int = 0) -> rpc_pb2.PutResponse:
         request = rpc_pb2.PutRequest(key=key, value=value, lease=lease)
-        with trace.use_span(self._span("Put", key), end_on_exit=True):
-            return await self._write(lambda e: e.kv.Put(request, timeout=self._timeout))
+        return await self._traced(
+            "Put", key, self._write(lambda e: e.kv.Put(request, timeout=self._timeout))
+        )
 
     async def delete_range(
         self, key: bytes, range_end: bytes = b"", *, prev_kv: bool = False
     ) -> rpc_pb2.DeleteRangeResponse:
         request = rpc_pb2.DeleteRangeRequest(key=key, range_end=range_end, prev_kv=prev_kv)
-        with trace.use_span(self._span("DeleteRange", key), end_on_exit=True):
-            return await self._write(lambda e: e.kv.DeleteRange(request, timeout=self._timeout))
+        return await self._traced(
+            "DeleteRange",
+            key,
+            self._write(lambda e: e.kv.DeleteRange(request, timeout=self._timeout)),
+        )
 
-    async def txn(self, request: rpc_pb2.TxnRequest) -> rpc_pb2.TxnResponse:
+    async def txn(
+        self, request: rpc_pb2.TxnRequest, *, read_only: bool = False
+    ) -> rpc_pb2.TxnResponse:
+        """A transaction; read_only ones (ranges only) are retried on another endpoint."""
         key = request.compare[0].key if request.compare else b""
-        with trace.use_span(self._span("Txn", key), end_on_exit=True):
-            return await self._write(lambda e: e.kv.Txn(request, timeout=self._timeout))
+        send = self._read if read_only else self._write
+        return await self._traced(
+            "Txn", key, send(lambda e: e.kv.Txn(request, timeout=self._timeout))
+        )
 
     async def compact(self, revision: int, *, physical: bool = True) -> None:
         request = rpc_pb2.CompactionRequest(revision=revision, physical=physical)

@@ -20,6 +20,9 @@ from strata.proto.storage.v1 import storage_pb2, storage_pb2_grpc
 from strata.storage._errors import Unavailable
 from strata.storage._wire import restore
 
+# Calls gathered into one message, at most (one larger call goes alone).
+BATCH_BYTES = 4 * 1024 * 1024
+
 
 class _Stream:
     def __init__(self, stub: storage_pb2_grpc.StorageAsyncStub) -> None:
@@ -35,14 +38,21 @@ class _Stream:
         self.reader = asyncio.create_task(self._read(), name="storage pipeline reader")
 
     async def _calls(self) -> AsyncIterator[storage_pb2.Calls]:
-        while (first := await self.outgoing.get()) is not None:
-            batch = [first]
-            while not self.outgoing.empty():
+        held: storage_pb2.Call | None = None
+        while (first := held or await self.outgoing.get()) is not None:
+            held = None
+            batch, size = [first], first.ByteSize()
+            while not self.outgoing.empty() and size < BATCH_BYTES:
                 item = self.outgoing.get_nowait()
                 if item is None:
                     yield storage_pb2.Calls(calls=batch)
                     return
+                item_size = item.ByteSize()
+                if size + item_size > BATCH_BYTES:
+                    held = item  # goes first in the next batch
+                    break
                 batch.append(item)
+                size += item_size
             yield storage_pb2.Calls(calls=batch)
 
     async def _read(self) -> None:

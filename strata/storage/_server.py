@@ -32,6 +32,8 @@ Context = grpc.aio.ServicerContext[object, object]
 T = TypeVar("T")
 _tracer = telemetry.tracer("strata.storage.server")
 _SERVICE = "strata.storage.v1.Storage"
+# Results gathered into one message, at most (one larger result goes alone).
+BATCH_BYTES = 4 * 1024 * 1024
 
 
 async def _answer(context: Context, call: Awaitable[T]) -> T:
@@ -224,16 +226,22 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
                     results.put_nowait(None)
 
         reader = asyncio.create_task(read())
+        held: storage_pb2.Result | None = None
         try:
-            while (first := await results.get()) is not None:
-                batch = [first]
-                end = False
-                while not results.empty():
+            while (first := held or await results.get()) is not None:
+                held = None
+                batch, size, end = [first], first.ByteSize(), False
+                while not results.empty() and size < BATCH_BYTES:
                     item = results.get_nowait()
                     if item is None:
                         end = True
                         break
+                    item_size = item.ByteSize()
+                    if size + item_size > BATCH_BYTES:
+                        held = item  # goes first in the next batch
+                        break
                     batch.append(item)
+                    size += item_size
                 yield storage_pb2.Results(results=batch)
                 if end:
                     return
