@@ -17,11 +17,9 @@ import grpc
 from opentelemetry import context as otel_context
 
 from strata.proto.storage.v1 import storage_pb2, storage_pb2_grpc
+from strata.storage._batching import batches
 from strata.storage._errors import Unavailable
 from strata.storage._wire import restore
-
-# Calls gathered into one message, at most (one larger call goes alone).
-BATCH_BYTES = 4 * 1024 * 1024
 
 
 class _Stream:
@@ -38,21 +36,7 @@ class _Stream:
         self.reader = asyncio.create_task(self._read(), name="storage pipeline reader")
 
     async def _calls(self) -> AsyncIterator[storage_pb2.Calls]:
-        held: storage_pb2.Call | None = None
-        while (first := held or await self.outgoing.get()) is not None:
-            held = None
-            batch, size = [first], first.ByteSize()
-            while not self.outgoing.empty() and size < BATCH_BYTES:
-                item = self.outgoing.get_nowait()
-                if item is None:
-                    yield storage_pb2.Calls(calls=batch)
-                    return
-                item_size = item.ByteSize()
-                if size + item_size > BATCH_BYTES:
-                    held = item  # goes first in the next batch
-                    break
-                batch.append(item)
-                size += item_size
+        async for batch in batches(self.outgoing):
             yield storage_pb2.Calls(calls=batch)
 
     async def _read(self) -> None:

@@ -17,6 +17,7 @@ import grpc
 
 from strata import telemetry
 from strata.proto.storage.v1 import storage_pb2, storage_pb2_grpc
+from strata.storage._batching import batches
 from strata.storage._errors import StorageError
 from strata.storage._interface import (
     GetOptions,
@@ -32,8 +33,6 @@ Context = grpc.aio.ServicerContext[object, object]
 T = TypeVar("T")
 _tracer = telemetry.tracer("strata.storage.server")
 _SERVICE = "strata.storage.v1.Storage"
-# Results gathered into one message, at most (one larger result goes alone).
-BATCH_BYTES = 4 * 1024 * 1024
 
 
 async def _answer(context: Context, call: Awaitable[T]) -> T:
@@ -226,25 +225,9 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
                     results.put_nowait(None)
 
         reader = asyncio.create_task(read())
-        held: storage_pb2.Result | None = None
         try:
-            while (first := held or await results.get()) is not None:
-                held = None
-                batch, size, end = [first], first.ByteSize(), False
-                while not results.empty() and size < BATCH_BYTES:
-                    item = results.get_nowait()
-                    if item is None:
-                        end = True
-                        break
-                    item_size = item.ByteSize()
-                    if size + item_size > BATCH_BYTES:
-                        held = item  # goes first in the next batch
-                        break
-                    batch.append(item)
-                    size += item_size
+            async for batch in batches(results):
                 yield storage_pb2.Results(results=batch)
-                if end:
-                    return
         finally:
             reader.cancel()
             for task in list(running):

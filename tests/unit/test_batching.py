@@ -1,0 +1,33 @@
+"""Pipeline batching: everything queued goes in one batch, up to a size cap."""
+
+from __future__ import annotations
+
+import asyncio
+
+from strata.proto.storage.v1 import storage_pb2
+from strata.storage import _batching
+from strata.storage._batching import batches
+
+
+def _call(size: int) -> storage_pb2.Call:
+    return storage_pb2.Call(create=storage_pb2.CreateRequest(value=b"x" * size))
+
+
+async def test_queued_calls_go_together_and_none_ends() -> None:
+    queue: asyncio.Queue[storage_pb2.Call | None] = asyncio.Queue()
+    for i in range(5):
+        queue.put_nowait(storage_pb2.Call(id=i))
+    queue.put_nowait(None)
+    got = [batch async for batch in batches(queue)]
+    assert [[c.id for c in batch] for batch in got] == [[0, 1, 2, 3, 4]]
+
+
+async def test_batches_stop_at_the_size_cap_without_losing_a_call() -> None:
+    queue: asyncio.Queue[storage_pb2.Call | None] = asyncio.Queue()
+    big = _batching.BATCH_BYTES // 3
+    for _ in range(5):
+        queue.put_nowait(_call(big))
+    queue.put_nowait(_call(_batching.BATCH_BYTES * 2))  # larger than a batch: goes alone
+    queue.put_nowait(None)
+    sizes = [len(batch) for batch in [b async for b in batches(queue)]]
+    assert sizes == [2, 2, 1, 1] and sum(sizes) == 6
