@@ -24,13 +24,15 @@ def main() -> None:
 
 async def _run(args: argparse.Namespace) -> None:
     channel = service.connect(args.storage)
-    cached = CachedStorage(GrpcStorage(channel))
+    upstream = GrpcStorage(channel)
+    cached = CachedStorage(upstream)
 
     async def register(server: grpc.aio.Server) -> None:
         storage_pb2_grpc.add_StorageServicer_to_server(StorageServicer(cached), server)
 
     async def stop() -> None:
         await cached.stop()
+        await upstream.close()
         await channel.close()
 
     await service.serve(

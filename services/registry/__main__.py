@@ -41,8 +41,12 @@ async def _run(args: argparse.Namespace) -> None:
             RegistryServicer(BUILT_IN, storage), server
         )
 
+    async def stop() -> None:
+        await storage.close()
+        await channel.close()
+
     await service.serve(
-        service_name="strata-registry", listen=args.listen, register=register, on_stop=channel.close
+        service_name="strata-registry", listen=args.listen, register=register, on_stop=stop
     )
 
 
