@@ -18,8 +18,7 @@ from services.cacher.storage import CachedStorage
 from services.storage.store import EtcdStorage
 from strata.dev import OtlpReceiver, System
 from strata.etcd import Etcd
-from strata.proto.storage.v1 import storage_pb2_grpc
-from strata.storage import GrpcStorage, Storage, StorageServicer
+from strata.storage import GrpcStorage, Storage, StorageServicer, add_to_server
 from tests.support.etcd import EtcdProcess
 
 
@@ -77,7 +76,7 @@ async def etcd(etcd_process: EtcdProcess) -> AsyncIterator[Etcd]:
 
 async def _serve(storage: Storage) -> tuple[grpc.aio.Server, str]:
     server = grpc.aio.server()
-    storage_pb2_grpc.add_StorageServicer_to_server(StorageServicer(storage), server)
+    add_to_server(StorageServicer(storage), server)
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     return server, f"127.0.0.1:{port}"

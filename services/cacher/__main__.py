@@ -9,8 +9,7 @@ import grpc
 
 from services.cacher.storage import CachedStorage
 from strata import service, telemetry
-from strata.proto.storage.v1 import storage_pb2_grpc
-from strata.storage import GrpcStorage, StorageServicer
+from strata.storage import GrpcStorage, StorageServicer, add_to_server
 
 
 def main() -> None:
@@ -28,7 +27,7 @@ async def _run(args: argparse.Namespace) -> None:
     cached = CachedStorage(upstream)
 
     async def register(server: grpc.aio.Server) -> None:
-        storage_pb2_grpc.add_StorageServicer_to_server(StorageServicer(cached), server)
+        add_to_server(StorageServicer(cached), server)
 
     async def stop() -> None:
         await cached.stop()

@@ -21,8 +21,7 @@ from services.storage.reencrypt import reencrypt
 from services.storage.store import DEFAULT_PROGRESS_INTERVAL_SECONDS, EtcdStorage
 from strata import service, telemetry
 from strata.etcd import Etcd, EtcdTLS
-from strata.proto.storage.v1 import storage_pb2_grpc
-from strata.storage import StorageServicer
+from strata.storage import StorageServicer, add_to_server
 
 
 def _common_flags(parser: argparse.ArgumentParser) -> None:
@@ -137,7 +136,7 @@ async def _run(args: argparse.Namespace, transformers: Transformers | None) -> N
             transformers=transformers,
             on_resource=counter.saw,
         )
-        storage_pb2_grpc.add_StorageServicer_to_server(StorageServicer(storage), server)
+        add_to_server(StorageServicer(storage), server)
         if args.compaction_interval > 0:
             tasks.append(asyncio.create_task(Compactor(etcd, args.compaction_interval).run()))
         if args.metrics_listen:

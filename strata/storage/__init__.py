@@ -28,7 +28,7 @@ from strata.storage._interface import (
     WatchEvent,
     WatchOptions,
 )
-from strata.storage._server import StorageServicer
+from strata.storage._server import StorageServicer, add_to_server
 from strata.storage._update import guaranteed_update
 from strata.storage._wire import abort, restore
 
@@ -58,6 +58,7 @@ __all__ = [
     "WatchEvent",
     "WatchOptions",
     "abort",
+    "add_to_server",
     "guaranteed_update",
     "restore",
 ]

@@ -36,7 +36,7 @@ class _Stream:
         self.reader = asyncio.create_task(self._read(), name="storage pipeline reader")
 
     async def _calls(self) -> AsyncIterator[storage_pb2.Calls]:
-        async for batch in batches(self.outgoing):
+        async for batch in batches(self.outgoing, storage_pb2.Call.ByteSize):
             yield storage_pb2.Calls(calls=batch)
 
     async def _read(self) -> None:

@@ -11,17 +11,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import grpc
 
 from strata import telemetry
 from strata.proto.storage.v1 import storage_pb2, storage_pb2_grpc
+from strata.storage import _wire_bytes as wire
 from strata.storage._batching import batches
 from strata.storage._errors import StorageError
 from strata.storage._interface import (
     GetOptions,
     ListOptions,
+    ListResult,
     Preconditions,
     Predicate,
     Storage,
@@ -55,7 +57,7 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
         self._operations: dict[str, tuple[str, Callable[[Any], Awaitable[Any]], str]] = {
             "create": ("Create", self._create, "object"),
             "get": ("Get", self._get, "object"),
-            "list": ("List", self._list, "list"),
+            "list": ("List", self._list_result, "list"),
             "update": ("Update", self._update, "object"),
             "delete": ("Delete", self._delete, "object"),
             "current_revision": ("CurrentRevision", self._current_revision, "current_revision"),
@@ -78,7 +80,7 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
         )
         return await self._storage.get(request.key, options)
 
-    async def _list(self, request: storage_pb2.ListRequest) -> storage_pb2.ListResponse:
+    async def _list_result(self, request: storage_pb2.ListRequest) -> ListResult:
         options = ListOptions(
             resource_version=request.resource_version,
             resource_version_match=request.resource_version_match,
@@ -86,7 +88,10 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
             continue_token=getattr(request, "continue"),
             predicate=_predicate(request.predicate),
         )
-        result = await self._storage.list(request.prefix, options)
+        return await self._storage.list(request.prefix, options)
+
+    async def _list(self, request: storage_pb2.ListRequest) -> storage_pb2.ListResponse:
+        result = await self._list_result(request)
         response = storage_pb2.ListResponse(
             items=result.items, resource_version=result.resource_version
         )
@@ -181,25 +186,26 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
 
     # --- the pipeline ------------------------------------------------------------
 
-    async def _execute(self, call: storage_pb2.Call) -> storage_pb2.Result:
+    async def _execute(self, call: storage_pb2.Call) -> bytes:
+        """The Result of one pipelined call, as wire bytes."""
         kind = call.WhichOneof("request")
         if kind is None:
-            return storage_pb2.Result(
-                id=call.id,
-                failure=storage_pb2.Failure(error="InvalidRequest", message="empty call"),
-            )
+            empty = storage_pb2.Failure(error="InvalidRequest", message="empty call")
+            return wire.result(call.id, "failure", empty.SerializeToString())
         method, operation, field = self._operations[kind]
         with telemetry.server_span(_tracer, f"{_SERVICE}/{method}", call.traceparent):
             try:
                 answer = await operation(getattr(call, kind))
             except StorageError as e:
-                return storage_pb2.Result(id=call.id, failure=failure(e))
-        return storage_pb2.Result(id=call.id, **{field: answer})
+                return wire.result(call.id, "failure", failure(e).SerializeToString())
+        payload = wire.list_response(answer) if field == "list" else answer.SerializeToString()
+        return wire.result(call.id, field, payload)
 
-    async def Pipeline(
+    async def Pipeline(  # type: ignore[override]  # yields Results as bytes: see add_to_server
         self, request_iterator: AsyncIterator[storage_pb2.Calls], context: Context
-    ) -> AsyncIterator[storage_pb2.Results]:
-        results: asyncio.Queue[storage_pb2.Result | None] = asyncio.Queue()
+    ) -> AsyncIterator[bytes]:
+        """Yields Results as wire bytes (see add_to_server for the serializer)."""
+        results: asyncio.Queue[bytes | None] = asyncio.Queue()
         running: set[asyncio.Task[None]] = set()
         reading = True
 
@@ -226,9 +232,39 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
 
         reader = asyncio.create_task(read())
         try:
-            async for batch in batches(results):
-                yield storage_pb2.Results(results=batch)
+            async for batch in batches(results, len):
+                yield wire.results(batch)
         finally:
             reader.cancel()
             for task in list(running):
                 task.cancel()
+
+
+class _Capture:
+    """Stands in for a server to collect the generated method handlers."""
+
+    def __init__(self) -> None:
+        self.handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
+
+    def add_generic_rpc_handlers(self, _: object) -> None:
+        pass
+
+    def add_registered_method_handlers(
+        self, _: str, handlers: dict[str, grpc.RpcMethodHandler[Any, Any]]
+    ) -> None:
+        self.handlers = dict(handlers)
+
+
+def add_to_server(servicer: StorageServicer, server: grpc.aio.Server) -> None:
+    """Register servicer as strata.storage.v1.Storage, its Pipeline answering with
+    the wire bytes it writes itself."""
+    capture = _Capture()
+    storage_pb2_grpc.add_StorageServicer_to_server(servicer, cast(Any, capture))
+    handlers = capture.handlers
+    handlers["Pipeline"] = grpc.stream_stream_rpc_method_handler(
+        servicer.Pipeline,
+        request_deserializer=storage_pb2.Calls.FromString,
+        response_serializer=wire.identity,
+    )
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(_SERVICE, handlers),))
+    server.add_registered_method_handlers(_SERVICE, handlers)

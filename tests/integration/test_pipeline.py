@@ -12,17 +12,14 @@ import pytest
 from services.storage.store import EtcdStorage
 from strata.dev import free_port
 from strata.etcd import Etcd
-from strata.proto.storage.v1 import storage_pb2_grpc
-from strata.storage import GrpcStorage, KeyNotFound, StorageServicer, Unavailable
+from strata.storage import GrpcStorage, KeyNotFound, StorageServicer, Unavailable, add_to_server
 
 OBJ = b'{"apiVersion":"v1","kind":"Thing","metadata":{"name":"p"}}'
 
 
 async def _server(etcd: Etcd, port: int) -> grpc.aio.Server:
     server = grpc.aio.server()
-    storage_pb2_grpc.add_StorageServicer_to_server(
-        StorageServicer(EtcdStorage(etcd, "/pipeline-test")), server
-    )
+    add_to_server(StorageServicer(EtcdStorage(etcd, "/pipeline-test")), server)
     server.add_insecure_port(f"127.0.0.1:{port}")
     await server.start()
     return server

@@ -18,7 +18,7 @@ async def test_queued_calls_go_together_and_none_ends() -> None:
     for i in range(5):
         queue.put_nowait(storage_pb2.Call(id=i))
     queue.put_nowait(None)
-    got = [batch async for batch in batches(queue)]
+    got = [batch async for batch in batches(queue, storage_pb2.Call.ByteSize)]
     assert [[c.id for c in batch] for batch in got] == [[0, 1, 2, 3, 4]]
 
 
@@ -29,5 +29,5 @@ async def test_batches_stop_at_the_size_cap_without_losing_a_call() -> None:
         queue.put_nowait(_call(big))
     queue.put_nowait(_call(_batching.BATCH_BYTES * 2))  # larger than a batch: goes alone
     queue.put_nowait(None)
-    sizes = [len(batch) for batch in [b async for b in batches(queue)]]
+    sizes = [len(b) async for b in batches(queue, storage_pb2.Call.ByteSize)]
     assert sizes == [2, 2, 1, 1] and sum(sizes) == 6

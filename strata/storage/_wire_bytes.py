@@ -1,0 +1,87 @@
+"""Pipeline results written as protobuf wire bytes by hand.
+
+A 1000-item list copied into a ListResponse, then into a Result, then into a
+Results costs more than reading it from etcd; written as bytes it is one
+serialization per item and concatenation. The bytes are exactly what the
+messages in storage.proto would serialize to, so clients parse them as usual
+(tests/unit/test_wire_bytes.py checks they are equal).
+"""
+
+from __future__ import annotations
+
+from strata.proto.storage.v1 import storage_pb2
+from strata.storage._interface import ListResult
+
+_VARINT, _LEN = 0, 2
+
+# Result's fields (storage.proto).
+RESULT_ID = 1
+RESULT_FIELDS = {
+    "object": 2,
+    "list": 3,
+    "current_revision": 4,
+    "count": 5,
+    "compact": 6,
+    "failure": 7,
+}
+
+
+def varint(value: int) -> bytes:
+    if value < 0:
+        value += 1 << 64
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _key(field: int, wire_type: int) -> bytes:
+    return varint(field << 3 | wire_type)
+
+
+def _length_delimited(field: int, payload: bytes) -> bytes:
+    return _key(field, _LEN) + varint(len(payload)) + payload
+
+
+def list_response(result: ListResult) -> bytes:
+    """ListResponse bytes for result."""
+    items_key = _key(1, _LEN)
+    parts = []
+    for item in result.items:
+        data = item.SerializeToString()
+        parts.append(items_key + varint(len(data)) + data)
+    if result.resource_version:
+        parts.append(_key(2, _VARINT) + varint(result.resource_version))
+    if result.continue_token:
+        parts.append(_length_delimited(3, result.continue_token.encode()))
+    if result.remaining_item_count is not None:
+        parts.append(_key(4, _VARINT) + varint(result.remaining_item_count))
+    return b"".join(parts)
+
+
+def result(call_id: int, field: str, payload: bytes) -> bytes:
+    """Result bytes: the call's id and one answer field carrying payload."""
+    return (
+        _key(RESULT_ID, _VARINT)
+        + varint(call_id)
+        + _length_delimited(RESULT_FIELDS[field], payload)
+    )
+
+
+def results(encoded: list[bytes]) -> bytes:
+    """Results bytes holding the given Result bytes."""
+    key = _key(1, _LEN)
+    return b"".join(key + varint(len(r)) + r for r in encoded)
+
+
+def identity(data: bytes) -> bytes:
+    return data
+
+
+def parse_results(data: bytes) -> storage_pb2.Results:
+    return storage_pb2.Results.FromString(data)

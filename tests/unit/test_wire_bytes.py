@@ -1,0 +1,63 @@
+"""Hand-written Pipeline bytes are exactly what the messages serialize to."""
+
+from __future__ import annotations
+
+import pytest
+
+from strata.proto.storage.v1 import storage_pb2
+from strata.storage import ListResult
+from strata.storage import _wire_bytes as wire
+
+
+def _objects(count: int) -> list[storage_pb2.Object]:
+    return [
+        storage_pb2.Object(
+            key=f"/things/ns/o{i}",
+            value=b'{"metadata":{}}' * (i + 1),
+            resource_version=10 + i,
+            name=f"o{i}",
+            labels={"a": str(i)},
+        )
+        for i in range(count)
+    ]
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        ListResult(items=[], resource_version=0),
+        ListResult(items=_objects(3), resource_version=300, continue_token="tok"),
+        ListResult(items=_objects(2), resource_version=1 << 40, remaining_item_count=0),
+        ListResult(items=_objects(1), resource_version=7, remaining_item_count=123456),
+    ],
+)
+def test_list_response_bytes(result: ListResult) -> None:
+    message = storage_pb2.ListResponse(items=result.items, resource_version=result.resource_version)
+    setattr(message, "continue", result.continue_token)
+    if result.remaining_item_count is not None:
+        message.remaining_item_count = result.remaining_item_count
+    encoded = wire.list_response(result)
+    assert storage_pb2.ListResponse.FromString(encoded) == message
+    assert encoded == message.SerializeToString()
+
+
+def test_results_bytes_parse_back() -> None:
+    obj = _objects(1)[0]
+    encoded = [
+        wire.result(1, "object", obj.SerializeToString()),
+        wire.result(300, "compact", b""),
+        wire.result(2**40, "count", storage_pb2.CountResponse(count=5).SerializeToString()),
+        wire.result(4, "failure", storage_pb2.Failure(error="KeyNotFound").SerializeToString()),
+    ]
+    parsed = storage_pb2.Results.FromString(wire.results(encoded))
+    assert [r.id for r in parsed.results] == [1, 300, 2**40, 4]
+    assert parsed.results[0].object == obj
+    assert parsed.results[1].WhichOneof("response") == "compact"
+    assert parsed.results[2].count.count == 5
+    assert parsed.results[3].failure.error == "KeyNotFound"
+
+
+@pytest.mark.parametrize("value", [0, 1, 127, 128, 300, 2**35, 2**63 - 1, -1])
+def test_varints_match_protobuf(value: int) -> None:
+    message = storage_pb2.ListResponse(remaining_item_count=value)  # optional: 0 is written too
+    assert wire.varint(value) == message.SerializeToString()[1:]
