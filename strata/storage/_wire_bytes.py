@@ -9,7 +9,6 @@ messages in storage.proto would serialize to, so clients parse them as usual
 
 from __future__ import annotations
 
-from strata.proto.storage.v1 import storage_pb2
 from strata.storage._interface import ListResult
 
 _VARINT, _LEN = 0, 2
@@ -81,7 +80,3 @@ def results(encoded: list[bytes]) -> bytes:
 
 def identity(data: bytes) -> bytes:
     return data
-
-
-def parse_results(data: bytes) -> storage_pb2.Results:
-    return storage_pb2.Results.FromString(data)
