@@ -34,6 +34,7 @@ from strata.storage._wire import abort, failure
 Context = grpc.aio.ServicerContext[object, object]
 T = TypeVar("T")
 _tracer = telemetry.tracer("strata.storage.server")
+_log = telemetry.get_logger("strata.storage.server")
 _SERVICE = "strata.storage.v1.Storage"
 
 
@@ -193,11 +194,16 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
             empty = storage_pb2.Failure(error="InvalidRequest", message="empty call")
             return wire.result(call.id, "failure", empty.SerializeToString())
         method, operation, field = self._operations[kind]
+        request = getattr(call, kind)
         with telemetry.server_span(_tracer, f"{_SERVICE}/{method}", call.traceparent):
             try:
-                answer = await operation(getattr(call, kind))
+                answer = await operation(request)
             except StorageError as e:
                 return wire.result(call.id, "failure", failure(e).SerializeToString())
+            except Exception as e:  # a bug must still answer, or the caller waits forever
+                _log.exception("pipelined call failed", method=method)
+                unexpected = StorageError(getattr(request, "key", ""), f"{type(e).__name__}: {e}")
+                return wire.result(call.id, "failure", failure(unexpected).SerializeToString())
         payload = wire.list_response(answer) if field == "list" else answer.SerializeToString()
         return wire.result(call.id, field, payload)
 

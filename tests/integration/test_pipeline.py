@@ -12,7 +12,14 @@ import pytest
 from services.storage.store import EtcdStorage
 from strata.dev import free_port
 from strata.etcd import Etcd
-from strata.storage import GrpcStorage, KeyNotFound, StorageServicer, Unavailable, add_to_server
+from strata.storage import (
+    GrpcStorage,
+    KeyNotFound,
+    StorageError,
+    StorageServicer,
+    Unavailable,
+    add_to_server,
+)
 
 OBJ = b'{"apiVersion":"v1","kind":"Thing","metadata":{"name":"p"}}'
 
@@ -61,6 +68,30 @@ async def test_a_broken_stream_fails_its_calls_and_the_next_call_reconnects(etcd
                     break
                 except Unavailable:
                     await asyncio.sleep(0.2)
+    finally:
+        await store.close()
+        await channel.close()
+        await server.stop(None)
+
+
+class _Broken:
+    """A storage whose reads fail with a bug rather than a storage error."""
+
+    async def get(self, key: str, opts: object = None) -> object:
+        raise RuntimeError("bug")
+
+
+async def test_a_failing_call_is_answered_not_left_waiting() -> None:
+    server = grpc.aio.server()
+    add_to_server(StorageServicer(_Broken()), server)  # type: ignore[arg-type]
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+    store = GrpcStorage(channel)
+    try:
+        async with asyncio.timeout(10):
+            with pytest.raises(StorageError, match="RuntimeError: bug"):
+                await store.get("/things/ns/a")
     finally:
         await store.close()
         await channel.close()
