@@ -30,17 +30,3 @@ def served_from_cache(
     if continuing or match == EXACT:
         return False
     return resource_version == "0"
-
-
-def cache_root(key: str) -> str:
-    """The prefix of the resource a key belongs to: one cache per resource.
-
-    Keys are "/<resource>/..." for the core and well-known groups and
-    "/<group>/<resource>/..." for custom resources, whose group always has a dot.
-    """
-    parts = key.split("/")
-    if len(parts) < 2 or not parts[1]:
-        raise ValueError(f"key {key!r} names no resource")
-    if "." in parts[1] and len(parts) > 2 and parts[2]:
-        return f"/{parts[1]}/{parts[2]}/"
-    return f"/{parts[1]}/"

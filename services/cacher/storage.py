@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 
 from services.cacher.cache import WatchCache
-from services.cacher.decision import Op, cache_root, served_from_cache
+from services.cacher.decision import Op, served_from_cache
 from strata.proto.storage.v1 import storage_pb2
 from strata.storage import (
     GetOptions,
@@ -17,6 +17,7 @@ from strata.storage import (
     Preconditions,
     Storage,
     WatchOptions,
+    resource_root,
 )
 from strata.storage._requests import check_list, check_match, compile_predicate, revision
 
@@ -28,7 +29,8 @@ class CachedStorage:
 
     def _cache(self, key: str) -> WatchCache:
         try:
-            root = cache_root(key)
+            # One cache per resource.
+            root = resource_root(key)
         except ValueError as e:
             raise InvalidObject(key, str(e)) from None
         cache = self._caches.get(root)

@@ -20,6 +20,7 @@ from prometheus_client import (
 
 from strata import telemetry
 from strata.etcd import Etcd, prefix_end
+from strata.storage import resource_of, resource_root
 
 REGISTRY = CollectorRegistry()
 # kube's buckets for etcd_request_duration_seconds.
@@ -75,11 +76,8 @@ log = telemetry.get_logger("strata.storage.metrics")
 
 def resource_label(key: str) -> str:
     """ "configmaps" for "/configmaps/ns/a"; "widgets.example.com" for a custom resource."""
-    parts = key.split("/")
-    first = parts[1] if len(parts) > 1 else ""
-    if "." in first and len(parts) > 2 and parts[2]:
-        return f"{parts[2]}.{first}"
-    return first
+    group, resource = resource_of(key)
+    return f"{resource}.{group}" if group else resource
 
 
 class etcd_request:
@@ -124,9 +122,7 @@ class ObjectCounter:
     def saw(self, key: str) -> None:
         label = resource_label(key)
         if label and label not in self._roots:
-            parts = key.split("/")
-            depth = 3 if "." in parts[1] else 2
-            self._roots[label] = "/".join(parts[:depth]) + "/"
+            self._roots[label] = resource_root(key)
             self._new_resource.set()  # count it now rather than an interval from now
 
     async def count_once(self) -> None:

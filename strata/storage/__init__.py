@@ -28,6 +28,7 @@ from strata.storage._interface import (
     WatchEvent,
     WatchOptions,
 )
+from strata.storage._keys import resource_of, resource_root
 from strata.storage._server import StorageServicer, add_to_server
 from strata.storage._update import guaranteed_update
 from strata.storage._wire import abort, restore
@@ -60,5 +61,7 @@ __all__ = [
     "abort",
     "add_to_server",
     "guaranteed_update",
+    "resource_of",
+    "resource_root",
     "restore",
 ]

@@ -1,10 +1,12 @@
-"""The cacher's routing: which reads the cache answers, and which cache a key uses."""
+"""The cacher's routing: which reads the cache answers, and which cache a key uses
+(one per resource root)."""
 
 from __future__ import annotations
 
 import pytest
 
-from services.cacher.decision import Op, cache_root, served_from_cache
+from services.cacher.decision import Op, served_from_cache
+from strata.storage import resource_of, resource_root
 
 
 @pytest.mark.parametrize(
@@ -34,10 +36,23 @@ def test_served_from_cache(op: Op, rv: str, cached: bool) -> None:
         ("/example.com/widgets/", "/example.com/widgets/"),
     ],
 )
-def test_cache_root(key: str, root: str) -> None:
-    assert cache_root(key) == root
+def test_resource_root(key: str, root: str) -> None:
+    assert resource_root(key) == root
 
 
-def test_cache_root_needs_a_resource() -> None:
+def test_resource_root_needs_a_resource() -> None:
     with pytest.raises(ValueError):
-        cache_root("/")
+        resource_root("/")
+
+
+@pytest.mark.parametrize(
+    ("key", "group_resource"),
+    [
+        ("/secrets/ns/a", ("", "secrets")),
+        ("/namespaces/demo", ("", "namespaces")),
+        ("/example.com/widgets/ns/w", ("example.com", "widgets")),
+        ("/", ("", "")),
+    ],
+)
+def test_resource_of(key: str, group_resource: tuple[str, str]) -> None:
+    assert resource_of(key) == group_resource

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from services.storage.encryption._config import Rule
 from services.storage.encryption._providers import DecryptError, Identity, Provider
+from strata.storage import resource_of
 
 ENCRYPTED_PREFIX = b"k8s:enc:"
 
@@ -20,16 +21,6 @@ class Decrypted:
 
 class UnreadableValue(Exception):
     """A stored value none of the configured providers can read; says why."""
-
-
-def resource_of(key: str) -> tuple[str, str]:
-    """(group, resource) of a relative storage key: "/secrets/ns/a" is ("", "secrets"),
-    "/example.com/widgets/ns/a" is ("example.com", "widgets")."""
-    parts = key.split("/")
-    first = parts[1] if len(parts) > 1 else ""
-    if "." in first and len(parts) > 2:
-        return first, parts[2]
-    return "", first
 
 
 class Transformers:

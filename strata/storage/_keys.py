@@ -1,0 +1,27 @@
+"""What a storage key says about its resource: one reading of the key layout
+for every layer that groups keys by resource (the cacher's caches, the storage
+service's metrics and encryption rules).
+
+Keys are "/<resource>/..." for the core and well-known groups and
+"/<group>/<resource>/..." for custom resources, whose group always has a dot.
+"""
+
+from __future__ import annotations
+
+
+def resource_of(key: str) -> tuple[str, str]:
+    """(group, resource) of a key: "/secrets/ns/a" is ("", "secrets"),
+    "/example.com/widgets/ns/a" is ("example.com", "widgets")."""
+    parts = key.split("/")
+    first = parts[1] if len(parts) > 1 else ""
+    if "." in first and len(parts) > 2 and parts[2]:
+        return first, parts[2]
+    return "", first
+
+
+def resource_root(key: str) -> str:
+    """The prefix every key of key's resource starts with; ValueError if it names none."""
+    group, resource = resource_of(key)
+    if not resource:
+        raise ValueError(f"key {key!r} names no resource")
+    return f"/{group}/{resource}/" if group else f"/{resource}/"
