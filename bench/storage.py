@@ -33,7 +33,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from strata import service
-from strata.dev import OtlpReceiver, find_etcd, free_port
+from strata.dev import OtlpReceiver, etcd_command, find_etcd, free_port
 from strata.etcd import Etcd, prefix_end
 from strata.storage import GrpcStorage, ListOptions
 
@@ -167,18 +167,13 @@ def main() -> int:
         etcd_address = f"127.0.0.1:{client}"
         logs = open(Path(home) / "processes.log", "ab")  # noqa: SIM115 - held by the children
         etcd = subprocess.Popen(
-            [
-                str(find_etcd()),
-                f"--data-dir={home}/etcd",
-                f"--listen-client-urls=http://{etcd_address}",
-                f"--advertise-client-urls=http://{etcd_address}",
-                f"--listen-peer-urls=http://127.0.0.1:{peer}",
-                f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
-                f"--initial-cluster=default=http://127.0.0.1:{peer}",
-                "--listen-metrics-urls=",
-                "--log-level=error",
-                "--quota-backend-bytes=8589934592",
-            ],
+            etcd_command(
+                find_etcd(),
+                data_dir=Path(home) / "etcd",
+                client_url=f"http://{etcd_address}",
+                peer_port=peer,
+                extra=("--quota-backend-bytes=8589934592",),
+            ),
             stdout=logs,
             stderr=logs,
         )

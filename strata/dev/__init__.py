@@ -5,8 +5,16 @@ it and the four services as child processes, waits for each to be healthy and
 writes a kubeconfig; tests and benchmarks use `System` the same way.
 """
 
-from strata.dev._etcd import find_etcd
+from strata.dev._etcd import etcd_command, find_etcd
 from strata.dev._otlp import OtlpReceiver, ReceivedSpan
 from strata.dev._system import Endpoints, System, free_port
 
-__all__ = ["Endpoints", "OtlpReceiver", "ReceivedSpan", "System", "find_etcd", "free_port"]
+__all__ = [
+    "Endpoints",
+    "OtlpReceiver",
+    "ReceivedSpan",
+    "System",
+    "etcd_command",
+    "find_etcd",
+    "free_port",
+]

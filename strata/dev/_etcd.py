@@ -70,6 +70,34 @@ def _fetch(tools: Path) -> Path | None:
     return binary if binary.exists() else None
 
 
+def etcd_command(
+    binary: Path,
+    *,
+    data_dir: Path,
+    client_url: str,
+    peer_port: int,
+    name: str = "strata",
+    log_level: str = "error",
+    extra: tuple[str, ...] = (),
+) -> list[str]:
+    """The command line of a one-member etcd on loopback serving client_url
+    ("http://127.0.0.1:PORT", or https with TLS flags in extra)."""
+    peer_url = f"http://127.0.0.1:{peer_port}"
+    return [
+        str(binary),
+        f"--name={name}",
+        f"--data-dir={data_dir}",
+        f"--listen-client-urls={client_url}",
+        f"--advertise-client-urls={client_url}",
+        f"--listen-peer-urls={peer_url}",
+        f"--initial-advertise-peer-urls={peer_url}",
+        f"--initial-cluster={name}={peer_url}",
+        "--listen-metrics-urls=",
+        f"--log-level={log_level}",
+        *extra,
+    ]
+
+
 def find_etcd(tools: Path = TOOLS, *, fetch: bool = True) -> Path:
     """An etcd >= 3.5.13 if one can be had, else any etcd on PATH.
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from strata.dev._etcd import find_etcd
+from strata.dev._etcd import etcd_command, find_etcd
 from strata.proto.etcd.etcdserverpb import rpc_pb2, rpc_pb2_grpc
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -173,21 +173,15 @@ class System:
         etcd = self._etcd_binary or find_etcd()
         client, peer = self._etcd_ports()
         etcd_addr = f"127.0.0.1:{client}"
-        peer_url = f"http://127.0.0.1:{peer}"
         process = self._spawn(
             "etcd",
-            [
-                str(etcd),
-                "--name=strata",
-                f"--data-dir={self.home / 'etcd'}",
-                f"--listen-client-urls=http://{etcd_addr}",
-                f"--advertise-client-urls=http://{etcd_addr}",
-                f"--listen-peer-urls={peer_url}",
-                f"--initial-advertise-peer-urls={peer_url}",
-                f"--initial-cluster=strata={peer_url}",
-                "--listen-metrics-urls=",
-                "--log-level=warn",
-            ],
+            etcd_command(
+                etcd,
+                data_dir=self.home / "etcd",
+                client_url=f"http://{etcd_addr}",
+                peer_port=peer,
+                log_level="warn",
+            ),
         )
         self._wait("etcd", process, lambda: self._etcd_serving(etcd_addr))
 

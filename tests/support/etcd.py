@@ -8,7 +8,7 @@ from pathlib import Path
 
 import grpc
 
-from strata.dev import find_etcd, free_port
+from strata.dev import etcd_command, find_etcd, free_port
 from strata.proto.etcd.etcdserverpb import rpc_pb2, rpc_pb2_grpc
 
 
@@ -25,31 +25,25 @@ class EtcdProcess:
         self._process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        peer = f"http://127.0.0.1:{self.peer_port}"
         scheme = "https" if self.tls_dir else "http"
-        tls_flags = []
+        tls_flags: tuple[str, ...] = ()
         if self.tls_dir is not None:
-            tls_flags = [
+            tls_flags = (
                 f"--cert-file={self.tls_dir / 'server.crt'}",
                 f"--key-file={self.tls_dir / 'server.key'}",
                 f"--trusted-ca-file={self.tls_dir / 'ca.crt'}",
                 "--client-cert-auth",
-            ]
+            )
         log = open(self.data_dir.parent / "etcd.log", "ab")  # noqa: SIM115 - kept for the process
         self._process = subprocess.Popen(
-            [
-                str(find_etcd()),
-                "--name=test",
-                f"--data-dir={self.data_dir}",
-                f"--listen-client-urls={scheme}://{self.address}",
-                f"--advertise-client-urls={scheme}://{self.address}",
-                *tls_flags,
-                f"--listen-peer-urls={peer}",
-                f"--initial-advertise-peer-urls={peer}",
-                f"--initial-cluster=test={peer}",
-                "--listen-metrics-urls=",
-                "--log-level=error",
-            ],
+            etcd_command(
+                find_etcd(),
+                data_dir=self.data_dir,
+                client_url=f"{scheme}://{self.address}",
+                peer_port=self.peer_port,
+                name="test",
+                extra=tls_flags,
+            ),
             stdout=log,
             stderr=subprocess.STDOUT,
         )
