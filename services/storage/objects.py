@@ -67,35 +67,29 @@ def stamped(data: bytes, revision: int) -> bytes:
     return data[:at] + field + (b"" if data[at : at + 1] == b"}" else b",") + data[at:]
 
 
-def written(key: str, obj: dict[str, Any], data: bytes, revision: int) -> storage_pb2.Object:
-    """The envelope of an object just stored as data at revision."""
-    meta = obj["metadata"]
+def _envelope(key: str, meta: dict[str, Any], value: bytes, revision: int) -> storage_pb2.Object:
     labels = meta.get("labels") or {}
     return storage_pb2.Object(
         key=key,
-        value=stamped(data, revision),
+        value=value,
         resource_version=revision,
         namespace=str(meta.get("namespace", "")),
         name=str(meta.get("name", "")),
         uid=str(meta.get("uid", "")),
         labels={str(k): str(v) for k, v in labels.items()},
     )
+
+
+def written(key: str, obj: dict[str, Any], data: bytes, revision: int) -> storage_pb2.Object:
+    """The envelope of an object just stored as data at revision."""
+    return _envelope(key, obj["metadata"], stamped(data, revision), revision)
 
 
 def envelope(key: str, obj: dict[str, Any], revision: int) -> storage_pb2.Object:
     """The envelope for obj at revision, its JSON stamped with that revision."""
     meta = obj.setdefault("metadata", {})
     meta["resourceVersion"] = str(revision)
-    labels = meta.get("labels") or {}
-    return storage_pb2.Object(
-        key=key,
-        value=orjson.dumps(obj),
-        resource_version=revision,
-        namespace=str(meta.get("namespace", "")),
-        name=str(meta.get("name", "")),
-        uid=str(meta.get("uid", "")),
-        labels={str(k): str(v) for k, v in labels.items()},
-    )
+    return _envelope(key, meta, orjson.dumps(obj), revision)
 
 
 def from_etcd(key: str, value: bytes, revision: int) -> storage_pb2.Object:
