@@ -12,6 +12,7 @@ stop matching.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections import deque
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
@@ -129,7 +130,11 @@ class WatchCache:
 
     def start(self) -> None:
         if self._task is None:
-            self._task = asyncio.create_task(self._reflect(), name=f"reflector {self.root}")
+            # The reflector outlives the request that created the cache: it must not
+            # carry that request's trace context (its watch would join that trace).
+            self._task = asyncio.create_task(
+                self._reflect(), name=f"reflector {self.root}", context=contextvars.Context()
+            )
 
     async def stop(self) -> None:
         if self._task is not None:

@@ -6,12 +6,17 @@ go together as the ranges of one read-only Txn. A Txn is linearizable and
 starts after every read in it was asked for, so each caller still sees every
 write that finished before its read began. At low load a read goes alone, at
 once; at most two batches are in flight.
+
+A batch belongs to no single request, so it is sent outside any trace; a
+traced (sampled) read goes alone instead, so its trace keeps its etcd span.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 
+from strata import telemetry
 from strata.etcd import Etcd
 from strata.proto.etcd.etcdserverpb import rpc_pb2
 
@@ -27,10 +32,12 @@ class PointReads:
 
     async def range(self, key: bytes) -> rpc_pb2.RangeResponse:
         """The key's current value (and the revision read at), as a Range of it would."""
+        if telemetry.sampled():
+            return await self._etcd.range(key)
         future: asyncio.Future[rpc_pb2.RangeResponse] = asyncio.get_running_loop().create_future()
         self._waiting.append((key, future))
         if len(self._senders) < MAX_IN_FLIGHT:
-            sender = asyncio.create_task(self._send())
+            sender = asyncio.create_task(self._send(), context=contextvars.Context())
             self._senders.add(sender)
             sender.add_done_callback(self._senders.discard)
         return await future

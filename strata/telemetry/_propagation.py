@@ -15,6 +15,7 @@ _PROPAGATOR = TraceContextTextMapPropagator()
 
 
 def sampled() -> bool:
+    """Whether the current span is sampled (its work is being traced)."""
     context = trace.get_current_span().get_span_context()
     return context.is_valid and context.trace_flags.sampled
 

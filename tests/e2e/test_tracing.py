@@ -14,8 +14,12 @@ SERVICES = {"strata-gateway", "strata-registry", "strata-cacher", "strata-storag
 
 
 def _complete(spans: list[ReceivedSpan]) -> bool:
+    """Every service and an etcd call are there, and every parent has arrived too
+    (spans are exported as they end, children before their parents)."""
     services = {s.service for s in spans}
-    return services >= SERVICES and any(s.name.startswith("etcd ") for s in spans)
+    ids = {s.span_id for s in spans}
+    orphans = [s for s in spans if s.parent_span_id not in ids and s.service != "strata-gateway"]
+    return services >= SERVICES and any(s.name.startswith("etcd ") for s in spans) and not orphans
 
 
 async def test_create_is_one_trace_across_every_service(
@@ -45,7 +49,9 @@ async def test_create_is_one_trace_across_every_service(
     assert parent_id in {s.parent_span_id for s in gateway_roots}
     # Every span but the gateway's root has its parent inside this trace.
     ids = {s.span_id for s in spans} | {parent_id}
-    assert all(s.parent_span_id in ids for s in spans)
+    assert all(s.parent_span_id in ids for s in spans), [
+        s for s in spans if s.parent_span_id not in ids
+    ]
 
 
 async def test_unsampled_traceparent_is_not_exported(
