@@ -11,6 +11,11 @@ same moment:
   page  strata: Storage.List with limit 1000            etcd: Range with limit 1000
 The client side of both is Python (grpc.aio) in this process. Results go to
 bench/results/storage.json; the ratio is strata / raw etcd.
+
+Next to each rate it gives the CPU time per operation of every process taking
+part (this client, the storage service, etcd), read from /proc: on a machine
+whose cores are all busy, throughput is the cores divided by the sum, which is
+what bounds the ratio.
 """
 
 from __future__ import annotations
@@ -54,9 +59,19 @@ def value(name: str) -> bytes:
 
 
 Op = Callable[[int, int], Awaitable[None]]
+_TICKS = os.sysconf("SC_CLK_TCK")
 
 
-async def rate(op: Op, concurrency: int, seconds: float) -> float:
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of a process, all its threads (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+async def rate(
+    op: Op, concurrency: int, seconds: float, processes: dict[str, int]
+) -> tuple[float, dict[str, float]]:
+    """Operations per second, and microseconds of CPU per operation in each process."""
     done = [0] * concurrency
     deadline = time.monotonic() + seconds
 
@@ -67,9 +82,16 @@ async def rate(op: Op, concurrency: int, seconds: float) -> float:
             done[w] += 1
             i += 1
 
+    before = {name: cpu_seconds(pid) for name, pid in processes.items()}
     start = time.monotonic()
     await asyncio.gather(*(worker(w) for w in range(concurrency)))
-    return sum(done) / (time.monotonic() - start)
+    elapsed = time.monotonic() - start
+    count = sum(done)
+    cpu = {
+        name: round((cpu_seconds(pid) - before[name]) / count * 1e6, 1)
+        for name, pid in processes.items()
+    }
+    return count / elapsed, cpu
 
 
 def _operations(
@@ -112,7 +134,7 @@ def _operations(
 
 
 async def bench(
-    args: argparse.Namespace, etcd_address: str, storage_address: str
+    args: argparse.Namespace, etcd_address: str, storage_address: str, pids: dict[str, int]
 ) -> dict[str, object]:
     etcd = Etcd(etcd_address)
     channel = service.connect(storage_address)
@@ -120,22 +142,26 @@ async def bench(
     # The page data set: page_items objects, written once for both sides.
     for i in range(args.page_items):
         await store.create(f"/pages/bench/o{i:05d}", value(f"o{i:05d}"))
-    table: dict[str, dict[str, dict[str, float]]] = {}
+    strata_processes = {"client": os.getpid(), **pids}
+    etcd_processes = {"client": os.getpid(), "etcd": pids["etcd"]}
+    table: dict[str, dict[str, dict[str, object]]] = {}
     for concurrency in args.concurrency:
         ops = _operations(store, etcd, f"c{concurrency}-{os.urandom(3).hex()}", args.page_items)
-        row: dict[str, dict[str, float]] = {}
+        row: dict[str, dict[str, object]] = {}
         for op, (strata_op, etcd_op) in ops.items():
             seconds = args.seconds if op != "page" else args.seconds * 2
-            strata_rate = await rate(strata_op, concurrency, seconds)
-            etcd_rate = await rate(etcd_op, concurrency, seconds)
+            strata_rate, strata_cpu = await rate(strata_op, concurrency, seconds, strata_processes)
+            etcd_rate, etcd_cpu = await rate(etcd_op, concurrency, seconds, etcd_processes)
             row[op] = {
                 "strata": round(strata_rate, 1),
                 "etcd": round(etcd_rate, 1),
                 "ratio": round(strata_rate / etcd_rate, 3),
+                "cpu_us_per_op": {"strata": strata_cpu, "etcd": etcd_cpu},
             }
             print(
                 f"c={concurrency:<3} {op:<5} strata {strata_rate:9.1f}/s  "
-                f"etcd {etcd_rate:9.1f}/s  ratio {strata_rate / etcd_rate:.3f}",
+                f"etcd {etcd_rate:9.1f}/s  ratio {strata_rate / etcd_rate:.3f}  "
+                f"cpu us/op strata {_cpu_text(strata_cpu)}  etcd {_cpu_text(etcd_cpu)}",
                 flush=True,
             )
         table[str(concurrency)] = row
@@ -149,6 +175,11 @@ async def bench(
         "page_items": args.page_items,
         "per_second": table,
     }
+
+
+def _cpu_text(cpu: dict[str, float]) -> str:
+    parts = " + ".join(f"{name} {us:.0f}" for name, us in cpu.items())
+    return f"[{parts} = {sum(cpu.values()):.0f}]"
 
 
 def main() -> int:
@@ -197,7 +228,8 @@ def main() -> int:
         try:
             with grpc.insecure_channel(f"127.0.0.1:{listen}") as probe:
                 grpc.channel_ready_future(probe).result(timeout=30)
-            result = asyncio.run(bench(args, etcd_address, f"127.0.0.1:{listen}"))
+            pids = {"storage": storage.pid, "etcd": etcd.pid}
+            result = asyncio.run(bench(args, etcd_address, f"127.0.0.1:{listen}", pids))
         finally:
             for process in (storage, etcd):
                 process.terminate()
