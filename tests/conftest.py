@@ -95,7 +95,7 @@ async def storage_address(etcd: Etcd) -> AsyncIterator[str]:
 @pytest.fixture(scope="session")
 async def cacher_address(storage_address: str) -> AsyncIterator[str]:
     upstream = grpc.aio.insecure_channel(storage_address)
-    cached = CachedStorage(GrpcStorage(upstream))
+    cached = CachedStorage(GrpcStorage(upstream), bookmark_frequency=1.0)
     server, address = await _serve(cached)
     yield address
     await server.stop(grace=None)

@@ -2,23 +2,32 @@
 kept by a reflector (list, then watch from the list's revision) and fanned out
 to every watcher of the resource.
 
-A watcher gets a bounded queue; one that falls behind is closed instead of
-slowing the reflector or the other watchers, and resumes from its last
-resourceVersion (or gets 410 if that left the window). Each watcher sees the
-events through its own predicate, with kube's rules for objects that start or
-stop matching.
+The reflector resumes a broken watch from the last revision it saw, and
+relists only when storage says that revision is gone (410); a relist closes
+the watchers, which resume from their last resourceVersion (or get 410 if
+that left the window). Objects are kept in key order, so a namespace is a
+range of keys; an index by name serves metadata.name selectors. Watchers are
+indexed by the key or prefix they watch, so an event reaches only those that
+can want it, and each event is encoded once for all of them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextvars
-from collections import deque
-from collections.abc import AsyncGenerator
-from dataclasses import dataclass, field
+import time
+from collections.abc import AsyncGenerator, Callable
 
-import orjson
-
+from services.cacher import metrics
+from services.cacher.watchers import (
+    DEFAULT_BUDGET_SECONDS,
+    DEFAULT_BUFFER,
+    Change,
+    Watcher,
+    encode,
+)
+from services.cacher.window import EventWindow
 from strata import telemetry
 from strata.proto.storage.v1 import storage_pb2
 from strata.storage import (
@@ -31,121 +40,103 @@ from strata.storage import (
     TooLargeResourceVersion,
     Unavailable,
     WatchOptions,
+    resource_of,
 )
-from strata.storage._requests import Matcher, through
+from strata.storage import _continue as continuation
+from strata.storage._requests import Matcher
 
 Event = storage_pb2.WatchEvent
 Object = storage_pb2.Object
-DEFAULT_CAPACITY = 1024
-WATCHER_QUEUE = 1024
 SYNC_TIMEOUT_SECONDS = 10.0
+# How long a read waits for a cache that has not synced before storage answers it
+# (a cache whose list keeps failing, say on a value it cannot decrypt).
+READ_SYNC_WAIT_SECONDS = 3.0
 FUTURE_RV_WAIT_SECONDS = 3.0
+BOOKMARK_FREQUENCY_SECONDS = 60.0
+# How often the reflector's watch asks for progress, so a consistent read on an
+# idle resource learns quickly that the cache is fresh.
+PROGRESS_INTERVAL_SECONDS = 0.1
 
 log = telemetry.get_logger("strata.cacher")
 
 
-def _at(obj: Object, revision: int) -> Object:
-    """obj as it stood at revision (the old state a DELETED-by-predicate event carries)."""
-    if obj.resource_version == revision:
-        return obj
-    body = orjson.loads(obj.value)
-    body.setdefault("metadata", {})["resourceVersion"] = str(revision)
-    stamped = Object()
-    stamped.CopyFrom(obj)
-    stamped.value = orjson.dumps(body)
-    stamped.resource_version = revision
-    return stamped
-
-
-@dataclass(frozen=True)
-class _Change:
-    """One event in the window: what happened, and the state before it."""
-
-    event: Event
-    previous: Object | None
-
-
-@dataclass(eq=False)
-class _Watcher:
-    key: str
-    recursive: bool
-    matches: Matcher
-    progress: bool
-    queue: asyncio.Queue[Event | None] = field(
-        default_factory=lambda: asyncio.Queue(maxsize=WATCHER_QUEUE)
-    )
-    closed: bool = False
-
-    def wants(self, key: str) -> bool:
-        return key.startswith(self.key) if self.recursive else key == self.key
-
-    def view(self, change: _Change) -> Event | None:
-        event = change.event
-        if not self.wants(event.object.key):
-            return None
-        at = event.resource_version
-        if event.type == Event.DELETED:
-            return through(self.matches, Event.DELETED, None, lambda: event.object, at)
-        previous = change.previous
-        return through(
-            self.matches,
-            event.type,
-            event.object,
-            lambda: None if previous is None else _at(previous, at),
-            at,
-        )
-
-    def send(self, event: Event) -> bool:
-        """Queue event; False (and closed) when the watcher cannot keep up."""
-        try:
-            self.queue.put_nowait(event)
-            return True
-        except asyncio.QueueFull:
-            self.close()
-            return False
-
-    def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            # Make room for the end marker so the reader wakes up.
-            while self.queue.full():
-                self.queue.get_nowait()
-            self.queue.put_nowait(None)
-
-
 class WatchCache:
-    def __init__(self, upstream: Storage, root: str, capacity: int = DEFAULT_CAPACITY) -> None:
+    def __init__(
+        self,
+        upstream: Storage,
+        root: str,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        window_lower: int | None = None,
+        window_upper: int | None = None,
+        bookmark_frequency: float = BOOKMARK_FREQUENCY_SECONDS,
+        progress_interval: float = PROGRESS_INTERVAL_SECONDS,
+        watcher_buffer: int = DEFAULT_BUFFER,
+        watcher_budget_seconds: float = DEFAULT_BUDGET_SECONDS,
+        bookmark_ticker: bool = True,
+    ) -> None:
+        """bookmark_ticker=False leaves sending bookmarks to send_due_bookmarks
+        calls (tests driving the clock)."""
         self._upstream = upstream
+        self._watcher_buffer, self._watcher_budget = watcher_buffer, watcher_budget_seconds
         self.root = root
+        group, resource = resource_of(root)
+        self._resource = f"{resource}.{group}" if group else resource
+        self._clock = clock
+        self._bookmark_frequency = bookmark_frequency
+        self._progress_interval = progress_interval
+        gauge = metrics.capacity.labels(self._resource)
+        bounds = {
+            name: value
+            for name, value in (("lower", window_lower), ("upper", window_upper))
+            if value is not None
+        }
+        self.window: EventWindow[Change] = EventWindow(clock, on_resize=gauge.set, **bounds)
         self._objects: dict[str, Object] = {}
-        self._changes: deque[_Change] = deque()
-        self._capacity = capacity
+        self._keys: list[str] = []  # the keys of _objects, sorted
+        self._by_name: dict[str, set[str]] = {}
+        self._added: dict[str, bytes] = {}  # key -> its object as an encoded ADDED event
         self.revision = 0
-        self._oldest = 0  # watches from this revision on can be replayed
-        self._evicted = False  # whether the window has dropped an event since the last list
-        self._watchers: set[_Watcher] = set()
+        self._exact: dict[str, set[Watcher]] = {}
+        self._prefixed: dict[str, set[Watcher]] = {}
+        self._watcher_count = metrics.registered_watchers.labels(self._resource)
+        self._received = metrics.events_received.labels(self._resource)
+        self._dispatched = metrics.events_dispatched.labels(self._resource)
+        self._sent = metrics.watch_events.labels(self._resource)
+        self._terminated = metrics.terminated_watchers.labels(self._resource)
         self._synced = asyncio.Event()
         self._progress = asyncio.Condition()
-        self._task: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._bookmark_ticker_on = bookmark_ticker
+
+    @property
+    def synced(self) -> bool:
+        return self._synced.is_set()
 
     def start(self) -> None:
-        if self._task is None:
+        if not self._tasks:
             # The reflector outlives the request that created the cache: it must not
             # carry that request's trace context (its watch would join that trace).
-            self._task = asyncio.create_task(
-                self._reflect(), name=f"reflector {self.root}", context=contextvars.Context()
-            )
+            empty = contextvars.Context()
+            self._tasks = [
+                asyncio.create_task(self._reflect(), name=f"reflector {self.root}", context=empty)
+            ]
+            if self._bookmark_ticker_on:
+                self._tasks.append(
+                    asyncio.create_task(
+                        self._bookmark_ticker(), name=f"bookmarks {self.root}", context=empty
+                    )
+                )
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-        for watcher in list(self._watchers):
-            watcher.close()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._close_watchers()
 
-    async def wait_synced(self) -> None:
+    async def wait_synced(self, within: float = SYNC_TIMEOUT_SECONDS) -> None:
         try:
-            await asyncio.wait_for(self._synced.wait(), SYNC_TIMEOUT_SECONDS)
+            await asyncio.wait_for(self._synced.wait(), within)
         except TimeoutError:
             raise Unavailable(self.root, f"watch cache for {self.root} is not ready") from None
 
@@ -161,7 +152,11 @@ class WatchCache:
                     need_list = False
                 watch = self._upstream.watch(
                     self.root,
-                    WatchOptions(resource_version=str(self.revision), progress_notify=True),
+                    WatchOptions(
+                        resource_version=str(self.revision),
+                        progress_notify=True,
+                        progress_interval_seconds=self._progress_interval,
+                    ),
                 )
                 async for event in watch:
                     await self._apply(event)
@@ -176,41 +171,126 @@ class WatchCache:
 
     def _replace(self, result: ListResult) -> None:
         # A relist starts a new window: watchers resume and get 410 if they must.
-        for watcher in list(self._watchers):
-            watcher.close()
-        self._watchers.clear()
+        self._close_watchers()
         self._objects = {obj.key: obj for obj in result.items}
-        self._changes.clear()
-        self.revision = self._oldest = result.resource_version
-        self._evicted = False
+        self._keys = sorted(self._objects)
+        self._by_name = {}
+        for obj in result.items:
+            self._by_name.setdefault(obj.name, set()).add(obj.key)
+        self._added.clear()
+        self.revision = result.resource_version
+        self.window.reset(result.resource_version)
         self._synced.set()
+
+    def _store(self, obj: Object) -> None:
+        key = obj.key
+        if key not in self._objects:
+            bisect.insort(self._keys, key)
+            self._by_name.setdefault(obj.name, set()).add(key)
+        self._objects[key] = obj
+        self._added.pop(key, None)
+
+    def _remove(self, key: str) -> None:
+        obj = self._objects.pop(key, None)
+        if obj is None:
+            return
+        del self._keys[bisect.bisect_left(self._keys, key)]
+        names = self._by_name.get(obj.name)
+        if names is not None:
+            names.discard(key)
+            if not names:
+                del self._by_name[obj.name]
+        self._added.pop(key, None)
 
     async def _apply(self, event: Event) -> None:
         if event.type == Event.BOOKMARK:
             # Upstream reached this revision with nothing new for this resource.
             self.revision = max(self.revision, event.resource_version)
-            for watcher in list(self._watchers):
-                if watcher.progress and not watcher.send(event):
-                    self._watchers.discard(watcher)
         else:
+            self._received.inc()
             obj = event.object
             previous = self._objects.get(obj.key)
             if event.type == Event.DELETED:
-                self._objects.pop(obj.key, None)
+                self._remove(obj.key)
             else:
-                self._objects[obj.key] = obj
-            change = _Change(event, previous)
-            if len(self._changes) >= self._capacity:
-                self._oldest = self._changes.popleft().event.resource_version
-                self._evicted = True
-            self._changes.append(change)
+                self._store(obj)
+            change = Change(event, previous)
+            self.window.append(event.resource_version, change)
             self.revision = event.resource_version
-            for watcher in list(self._watchers):
-                seen = watcher.view(change)
-                if seen is not None and not watcher.send(seen):
-                    self._watchers.discard(watcher)
+            self._dispatch(change)
         async with self._progress:
             self._progress.notify_all()
+
+    # --- watchers ----------------------------------------------------------------
+
+    def _candidates(self, key: str) -> list[Watcher]:
+        """Watchers whose key or prefix covers key."""
+        found = list(self._exact.get(key, ()))
+        at = key.find("/", 1)
+        while at != -1:
+            found.extend(self._prefixed.get(key[: at + 1], ()))
+            at = key.find("/", at + 1)
+        return found
+
+    def _dispatch(self, change: Change) -> None:
+        self._dispatched.inc()
+        sent = 0
+        for watcher in self._candidates(change.key):
+            data = change.seen_through(watcher.matches)
+            if data is not None:
+                watcher.send(data)
+                sent += 1
+        self._sent.inc(sent)
+
+    def _register(self, watcher: Watcher) -> None:
+        index = self._prefixed if watcher.recursive else self._exact
+        index.setdefault(watcher.key, set()).add(watcher)
+        self._watcher_count.inc()
+
+    def _unregister(self, watcher: Watcher) -> None:
+        index = self._prefixed if watcher.recursive else self._exact
+        group = index.get(watcher.key)
+        if group is not None and watcher in group:
+            group.discard(watcher)
+            if not group:
+                del index[watcher.key]
+            self._watcher_count.dec()
+
+    def watcher_count(self) -> int:
+        return sum(len(group) for group in (*self._exact.values(), *self._prefixed.values()))
+
+    def _watchers(self) -> list[Watcher]:
+        return [w for group in (*self._exact.values(), *self._prefixed.values()) for w in group]
+
+    def _close_watchers(self) -> None:
+        for watcher in self._watchers():
+            watcher.close()
+            self._unregister(watcher)
+
+    async def _bookmark_ticker(self) -> None:
+        tick = min(1.0, self._bookmark_frequency / 4)
+        while True:
+            await asyncio.sleep(tick)
+            self.send_due_bookmarks()
+
+    def send_due_bookmarks(self) -> int:
+        """A BOOKMARK at the current revision to every watcher whose time has come;
+        how many were sent."""
+        if not self.synced:
+            return 0
+        now = self._clock()
+        data: bytes | None = None
+        sent = 0
+        for watcher in self._watchers():
+            due = watcher.next_bookmark
+            if due is None or due > now:
+                continue
+            if data is None:
+                data = encode(Event(type=Event.BOOKMARK, resource_version=self.revision))
+            watcher.send(data)
+            watcher.schedule_bookmark(now, self._bookmark_frequency)
+            sent += 1
+        return sent
 
     def predates_window(self, since: int) -> bool:
         """True when a watch from since starts before anything this cache ever held.
@@ -218,7 +298,7 @@ class WatchCache:
         Such a watch is older than the cache, not than its window: storage may still
         have that history, so it is better asked than answered with 410.
         """
-        return 0 < since < self._oldest and not self._evicted
+        return self.window.predates(since)
 
     # --- reads -------------------------------------------------------------------
 
@@ -228,16 +308,50 @@ class WatchCache:
             raise KeyNotFound(key)
         return obj
 
-    def list(self, prefix: str, matches: Matcher) -> ListResult:
-        items = [
-            obj
-            for key, obj in sorted(self._objects.items())
-            if key.startswith(prefix) and matches(obj)
-        ]
+    def _range(self, prefix: str, start: str = "") -> range:
+        """Positions in the sorted keys of the objects under prefix, from prefix+start."""
+        first = bisect.bisect_left(self._keys, prefix + start)
+        last = bisect.bisect_left(self._keys, prefix + "\U0010ffff")
+        return range(first, last)
+
+    def read_list(self, prefix: str, matches: Matcher, limit: int = 0) -> ListResult:
+        """The objects under prefix at the cache's revision, at most limit of them,
+        with a continue token storage accepts for the rest."""
+        name = matches.fields.exact("metadata.name") if not matches.fields.empty else None
+        if name is not None:
+            keys = sorted(k for k in self._by_name.get(name, ()) if k.startswith(prefix))
+            positions: range | list[str] = keys
+        else:
+            positions = self._range(prefix)
+        items: list[Object] = []
+        objects, all_keys = self._objects, self._keys
+        examined = 0
+        for entry in positions:
+            key = entry if isinstance(entry, str) else all_keys[entry]
+            examined += 1
+            obj = objects[key]
+            if not matches(obj):
+                continue
+            items.append(obj)
+            if limit and len(items) == limit:
+                remaining_keys = len(positions) - examined
+                if remaining_keys == 0:
+                    break
+                token = continuation.encode(self.revision, key[len(prefix) :] + "\x00")
+                remaining = remaining_keys if matches.everything else None
+                return ListResult(
+                    items=items,
+                    resource_version=self.revision,
+                    continue_token=token,
+                    remaining_item_count=remaining,
+                )
         return ListResult(items=items, resource_version=self.revision)
 
     async def wait_for_revision(self, revision: int) -> None:
         """Return once the cache has reached revision; TooLargeResourceVersion after a while."""
+        if self.revision >= revision:
+            return
+        started = time.monotonic()
 
         async def reached() -> None:
             async with self._progress:
@@ -249,38 +363,81 @@ class WatchCache:
             raise TooLargeResourceVersion(
                 self.root, f"Too large resource version: {revision}, current: {self.revision}"
             ) from None
+        finally:
+            metrics.read_wait.labels(self._resource).observe(time.monotonic() - started)
+
+    def _initial(self, watcher: Watcher) -> list[bytes]:
+        """The current state a watcher wants, as encoded ADDED events."""
+        keys = (
+            [watcher.key]
+            if not watcher.recursive
+            else [self._keys[i] for i in self._range(watcher.key)]
+        )
+        events = []
+        for key in keys:
+            obj = self._objects.get(key)
+            if obj is None or not watcher.matches(obj):
+                continue
+            data = self._added.get(key)
+            if data is None:
+                data = self._added[key] = encode(
+                    Event(type=Event.ADDED, object=obj, resource_version=obj.resource_version)
+                )
+            events.append(data)
+        return events
 
     async def watch(
-        self, key: str, since: int, recursive: bool, matches: Matcher, progress: bool = False
-    ) -> AsyncGenerator[Event, None]:
+        self,
+        key: str,
+        since: int,
+        opts: WatchOptions,
+        matches: Matcher,
+    ) -> AsyncGenerator[bytes, None]:
+        """Encoded events for one watcher: the initial state or the replay from since,
+        then live events, bookmarks when asked for, until closed."""
         await self.wait_synced()
         if since > self.revision:
             await self.wait_for_revision(since)
-        watcher = _Watcher(key=key, recursive=recursive, matches=matches, progress=progress)
+        now = self._clock()
+        watcher = Watcher(
+            key=key,
+            recursive=opts.recursive,
+            matches=matches,
+            bookmarks=opts.progress_notify,
+            deadline=now + opts.timeout_seconds if opts.timeout_seconds > 0 else None,
+            buffer=self._watcher_buffer,
+            budget_seconds=self._watcher_budget,
+            on_terminated=self._terminated.inc,
+        )
+        watcher.schedule_bookmark(now, self._bookmark_frequency)
         # From here to registering the watcher nothing awaits, so no event is
-        # missed or seen twice between the replay and the live stream.
-        initial: list[Event]
-        if since == 0:
-            initial = [
-                Event(type=Event.ADDED, object=obj, resource_version=obj.resource_version)
-                for k, obj in sorted(self._objects.items())
-                if watcher.wants(k) and matches(obj)
-            ]
-        elif since < self._oldest:
-            raise Expired(key, f"too old resource version: {since} ({self._oldest})")
+        # missed or seen twice between the initial events and the live stream.
+        initial: list[bytes]
+        if since == 0 or opts.send_initial_events:
+            initial = self._initial(watcher)
+            if opts.send_initial_events:
+                initial.append(
+                    encode(
+                        Event(
+                            type=Event.BOOKMARK,
+                            resource_version=self.revision,
+                            initial_events_end=True,
+                        )
+                    )
+                )
         else:
             initial = [
-                seen
-                for change in self._changes
-                if change.event.resource_version > since
-                and (seen := watcher.view(change)) is not None
+                data
+                for change in self.window.since(since, key)
+                if watcher.wants(change.key) and (data := change.seen_through(matches)) is not None
             ]
-        self._watchers.add(watcher)
+        self._register(watcher)
+        self._sent.inc(len(initial))
         try:
-            for event in initial:
-                yield event
-            while (live := await watcher.queue.get()) is not None:
-                yield live
+            for data in initial:
+                yield data
+            while (data := await watcher.next()) is not None:
+                yield data
         finally:
             watcher.close()
-            self._watchers.discard(watcher)
+            self._unregister(watcher)

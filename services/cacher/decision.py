@@ -1,5 +1,6 @@
-"""Which requests the cache answers and which go to storage: a pure function of
-the request, unit-tested on its own (kube's cacher makes the same choice)."""
+"""Which requests the cache answers, and how fresh it must be first: a pure
+function of the request, unit-tested on its own (kube's cacher makes the same
+choice)."""
 
 from __future__ import annotations
 
@@ -14,19 +15,45 @@ class Op(Enum):
     WATCH = "watch"
 
 
-def served_from_cache(
-    op: Op, resource_version: str, *, match: str = "", continuing: bool = False
-) -> bool:
-    """True when the cache may answer.
+class Plan(Enum):
+    # The cache as it is: any state will do (resourceVersion "0").
+    CACHE = "cache"
+    # The cache once it has reached storage's current revision (a consistent read,
+    # resourceVersion ""); storage answers if the cache does not get there in time.
+    CACHE_CURRENT = "cache-current"
+    # The cache once it has reached the given revision (not older than N); 504
+    # "Too large resource version" if it does not get there in time.
+    CACHE_NOT_OLDER = "cache-not-older"
+    # Storage: an Exact revision, or the next page of a list.
+    STORAGE = "storage"
 
-    Watches always come from the cache (it replays from its window or says 410).
-    Reads at resourceVersion "0" accept any state, so the cache answers (a limit
-    is then ignored, as kube's cacher does); a consistent read (""), one at a
-    given revision, an Exact one and every continued list go to storage until
-    the cacher can prove freshness and page (a later issue).
+
+def plan(
+    op: Op,
+    resource_version: str,
+    *,
+    match: str = "",
+    continuing: bool = False,
+    send_initial_events: bool = False,
+) -> Plan:
+    """Where a read is answered from.
+
+    Watches always come from the cache (it replays from its window or says 410);
+    a watch-list (send_initial_events) at "" first makes the cache current, like a
+    consistent list. Reads at "0" take the cache as it is; at "" or N the cache
+    answers once fresh enough. An Exact read and every continued list go to
+    storage, which holds older revisions than the cache's current one.
     """
     if op is Op.WATCH:
-        return True
+        if send_initial_events and resource_version == "":
+            return Plan.CACHE_CURRENT
+        if send_initial_events and resource_version not in ("", "0"):
+            return Plan.CACHE_NOT_OLDER
+        return Plan.CACHE
     if continuing or match == EXACT:
-        return False
-    return resource_version == "0"
+        return Plan.STORAGE
+    if resource_version == "0":
+        return Plan.CACHE
+    if resource_version == "":
+        return Plan.CACHE_CURRENT
+    return Plan.CACHE_NOT_OLDER

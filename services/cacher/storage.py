@@ -3,10 +3,16 @@ and the reads the cache cannot answer delegated to the storage service."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+import time
+from collections.abc import AsyncGenerator, Callable
 
-from services.cacher.cache import WatchCache
-from services.cacher.decision import Op, served_from_cache
+from services.cacher.cache import (
+    BOOKMARK_FREQUENCY_SECONDS,
+    PROGRESS_INTERVAL_SECONDS,
+    READ_SYNC_WAIT_SECONDS,
+    WatchCache,
+)
+from services.cacher.decision import Op, Plan, plan
 from strata.proto.storage.v1 import storage_pb2
 from strata.storage import (
     GetOptions,
@@ -16,6 +22,8 @@ from strata.storage import (
     ListResult,
     Preconditions,
     Storage,
+    TooLargeResourceVersion,
+    Unavailable,
     WatchOptions,
     resource_root,
 )
@@ -23,21 +31,47 @@ from strata.storage._requests import check_list, check_match, compile_predicate,
 
 
 class CachedStorage:
-    def __init__(self, upstream: Storage) -> None:
+    def __init__(
+        self,
+        upstream: Storage,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        window_sizes: dict[str, tuple[int, int]] | None = None,
+        bookmark_frequency: float = BOOKMARK_FREQUENCY_SECONDS,
+        progress_interval: float = PROGRESS_INTERVAL_SECONDS,
+    ) -> None:
+        """window_sizes: resource root ("/configmaps/") -> (lower, upper) bounds of
+        its event window, for resources that need other than kube's defaults."""
         self._upstream = upstream
+        self._clock = clock
+        self._window_sizes = window_sizes or {}
+        self._bookmark_frequency = bookmark_frequency
+        self._progress_interval = progress_interval
         self._caches: dict[str, WatchCache] = {}
 
-    def _cache(self, key: str) -> WatchCache:
+    def cache(self, key: str) -> WatchCache:
+        """The cache of key's resource, started on first use."""
         try:
-            # One cache per resource.
             root = resource_root(key)
         except ValueError as e:
             raise InvalidObject(key, str(e)) from None
         cache = self._caches.get(root)
         if cache is None:
-            cache = self._caches[root] = WatchCache(self._upstream, root)
+            lower, upper = self._window_sizes.get(root, (None, None))
+            cache = self._caches[root] = WatchCache(
+                self._upstream,
+                root,
+                clock=self._clock,
+                window_lower=lower,
+                window_upper=upper,
+                bookmark_frequency=self._bookmark_frequency,
+                progress_interval=self._progress_interval,
+            )
             cache.start()
         return cache
+
+    def caches(self) -> list[WatchCache]:
+        return list(self._caches.values())
 
     async def stop(self) -> None:
         for cache in self._caches.values():
@@ -67,13 +101,30 @@ class CachedStorage:
     async def compact(self, revision: int) -> None:
         await self._upstream.compact(revision)
 
+    async def _fresh(self, cache: WatchCache, how: Plan, wanted: int) -> bool:
+        """Wait until cache is fresh enough for how; False when storage must answer."""
+        try:
+            await cache.wait_synced(READ_SYNC_WAIT_SECONDS)
+        except Unavailable:
+            return False  # not synced (yet): storage answers, or says what is wrong
+        if how is Plan.CACHE:
+            return True
+        if how is Plan.CACHE_NOT_OLDER:
+            await cache.wait_for_revision(wanted)
+            return True
+        try:
+            await cache.wait_for_revision(await self._upstream.current_revision())
+        except TooLargeResourceVersion:
+            return False  # the cache lags: storage answers this consistent read
+        return True
+
     async def get(self, key: str, opts: GetOptions = GetOptions()) -> storage_pb2.Object:
-        revision(key, opts.resource_version)
+        wanted = revision(key, opts.resource_version)
         check_match(key, opts.resource_version, opts.resource_version_match)
-        if not served_from_cache(Op.GET, opts.resource_version, match=opts.resource_version_match):
+        how = plan(Op.GET, opts.resource_version, match=opts.resource_version_match)
+        cache = self.cache(key) if how is not Plan.STORAGE else None
+        if cache is None or not await self._fresh(cache, how, wanted):
             return await self._upstream.get(key, opts)
-        cache = self._cache(key)
-        await cache.wait_synced()
         try:
             return cache.get(key)
         except KeyNotFound:
@@ -83,30 +134,38 @@ class CachedStorage:
 
     async def list(self, prefix: str, opts: ListOptions = ListOptions()) -> ListResult:
         check_list(prefix, opts)
-        if not served_from_cache(
+        how = plan(
             Op.LIST,
             opts.resource_version,
             match=opts.resource_version_match,
             continuing=bool(opts.continue_token),
-        ):
-            return await self._upstream.list(prefix, opts)
+        )
         matches = compile_predicate(prefix, opts.predicate)
-        cache = self._cache(prefix)
+        cache = self.cache(prefix) if how is not Plan.STORAGE else None
+        wanted = revision(prefix, opts.resource_version)
+        if cache is None or not await self._fresh(cache, how, wanted):
+            return await self._upstream.list(prefix, opts)
+        return cache.read_list(prefix, matches, opts.limit)
+
+    async def watch_encoded(
+        self, key: str, opts: WatchOptions = WatchOptions()
+    ) -> AsyncGenerator[bytes, None]:
+        """The watch as encoded WatchEvents, each encoded once for all watchers."""
+        since = revision(key, opts.resource_version)
+        matches = compile_predicate(key, opts.predicate)
+        cache = self.cache(key)
+        how = plan(Op.WATCH, opts.resource_version, send_initial_events=opts.send_initial_events)
         await cache.wait_synced()
-        return cache.list(prefix, matches)
+        await self._fresh(cache, how, since)
+        if not opts.send_initial_events and cache.predates_window(since):
+            async for event in self._upstream.watch(key, opts):
+                yield event.SerializeToString()
+            return
+        async for data in cache.watch(key, since, opts, matches):
+            yield data
 
     async def watch(
         self, key: str, opts: WatchOptions = WatchOptions()
     ) -> AsyncGenerator[storage_pb2.WatchEvent, None]:
-        since = revision(key, opts.resource_version)
-        matches = compile_predicate(key, opts.predicate)
-        cache = self._cache(key)
-        await cache.wait_synced()
-        if cache.predates_window(since):
-            async for event in self._upstream.watch(key, opts):
-                yield event
-            return
-        async for event in cache.watch(
-            key, since, opts.recursive, matches, progress=opts.progress_notify
-        ):
-            yield event
+        async for data in self.watch_encoded(key, opts):
+            yield storage_pb2.WatchEvent.FromString(data)

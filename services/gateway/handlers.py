@@ -143,6 +143,7 @@ class ResourceHandlers:
             resource_version_match=query.get("resourceVersionMatch", ""),
             limit=parsed_limit,
             allow_watch_bookmarks=_truthy(query.get("allowWatchBookmarks")),
+            send_initial_events=_truthy(query.get("sendInitialEvents")),
             rendering=self._rendering(request),
         )
         setattr(options, "continue", query.get("continue", ""))  # a Python keyword
@@ -193,9 +194,10 @@ class ResourceHandlers:
                 raise errors.bad_request(f"invalid timeoutSeconds: {timeout_param!r}") from None
         else:
             timeout = MIN_REQUEST_TIMEOUT_SECONDS * (1 + random.random())
-        call = self._registry.Watch(
-            registry_pb2.WatchRequest(resource=ref, options=self._list_options(request))
-        )
+        options = self._list_options(request)
+        # The cacher sends its last bookmark shortly before this ends.
+        options.timeout_seconds = int(timeout)
+        call = self._registry.Watch(registry_pb2.WatchRequest(resource=ref, options=options))
         self._watches.add(call)
         try:
             metadata = await call.initial_metadata()

@@ -152,5 +152,7 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
             options.resource_version,
             _rendering(options.rendering),
             bookmarks=options.allow_watch_bookmarks,
+            send_initial_events=options.send_initial_events,
+            timeout_seconds=options.timeout_seconds,
         ):
             yield registry_pb2.WatchEvent(type=item.type, object=item.object)

@@ -53,6 +53,8 @@ from strata.storage import (
 
 Obj = dict[str, Any]
 _GENERATE_NAME_ATTEMPTS = 8
+# The annotation on the BOOKMARK that ends a watch-list's initial events.
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 _EVENT_TYPES = {
     storage_pb2.WatchEvent.ADDED: "ADDED",
     storage_pb2.WatchEvent.MODIFIED: "MODIFIED",
@@ -351,6 +353,8 @@ class Store:
         rendering: Rendering,
         *,
         bookmarks: bool = False,
+        send_initial_events: bool = False,
+        timeout_seconds: float = 0,
     ) -> AsyncIterator[WatchItem]:
         """The watch stream; a failure after it started is an ERROR event, as in kube."""
         if rendering.as_table:
@@ -367,6 +371,8 @@ class Store:
                 recursive=recursive,
                 predicate=selection.predicate,
                 progress_notify=bookmarks,
+                send_initial_events=send_initial_events,
+                timeout_seconds=timeout_seconds,
             ),
         )
         try:
@@ -383,12 +389,16 @@ class Store:
             yield WatchItem(type="ERROR", object=e.to_json())
 
     def _bookmark(self, event: storage_pb2.WatchEvent) -> bytes:
-        """A BOOKMARK's object: the resource's kind with only a resourceVersion (as kube)."""
+        """A BOOKMARK's object: the resource's kind with only a resourceVersion (as
+        kube), annotated k8s.io/initial-events-end when it ends a watch-list's state."""
+        metadata: dict[str, Any] = {"resourceVersion": str(event.resource_version)}
+        if event.initial_events_end:
+            metadata["annotations"] = {INITIAL_EVENTS_END: "true"}
         return orjson.dumps(
             {
                 "kind": self.resource.kind,
                 "apiVersion": self.resource.api_version,
-                "metadata": {"resourceVersion": str(event.resource_version)},
+                "metadata": metadata,
             }
         )
 

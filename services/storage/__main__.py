@@ -16,11 +16,12 @@ from aiohttp import web
 
 from services.storage.compactor import Compactor
 from services.storage.encryption import ConfigError, Transformers, load_config
-from services.storage.metrics import ObjectCounter, serve_metrics
+from services.storage.metrics import REGISTRY, ObjectCounter
 from services.storage.reencrypt import reencrypt
 from services.storage.store import DEFAULT_PROGRESS_INTERVAL_SECONDS, EtcdStorage
 from strata import service, telemetry
 from strata.etcd import Etcd, EtcdTLS
+from strata.metrics_http import serve_metrics
 from strata.storage import StorageServicer, add_to_server
 
 
@@ -140,7 +141,7 @@ async def _run(args: argparse.Namespace, transformers: Transformers | None) -> N
         if args.compaction_interval > 0:
             tasks.append(asyncio.create_task(Compactor(etcd, args.compaction_interval).run()))
         if args.metrics_listen:
-            metrics_server.append(await serve_metrics(args.metrics_listen))
+            metrics_server.append(await serve_metrics(args.metrics_listen, REGISTRY))
             tasks.append(asyncio.create_task(counter.run()))
 
     async def stop() -> None:

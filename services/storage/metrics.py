@@ -1,5 +1,4 @@
-"""The storage service's Prometheus metrics, under kube-apiserver's names, and
-the small HTTP server that serves them on the metrics port."""
+"""The storage service's Prometheus metrics, under kube-apiserver's names."""
 
 from __future__ import annotations
 
@@ -9,14 +8,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from aiohttp import web
-from prometheus_client import (
-    CONTENT_TYPE_LATEST,
-    CollectorRegistry,
-    Gauge,
-    Histogram,
-    generate_latest,
-)
+from prometheus_client import CollectorRegistry, Gauge, Histogram
 
 from strata import telemetry
 from strata.etcd import Etcd, prefix_end
@@ -140,18 +132,3 @@ class ObjectCounter:
             self._new_resource.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._new_resource.wait(), self._interval)
-
-
-async def serve_metrics(listen: str) -> web.AppRunner:
-    async def metrics(_: web.Request) -> web.Response:
-        return web.Response(
-            body=generate_latest(REGISTRY), headers={"Content-Type": CONTENT_TYPE_LATEST}
-        )
-
-    app = web.Application()
-    app.router.add_get("/metrics", metrics)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    host, _, port = listen.rpartition(":")
-    await web.TCPSite(runner, host, int(port)).start()
-    return runner

@@ -56,6 +56,8 @@ DEFAULT_FUTURE_WAIT_SECONDS = 3.0
 # How often an idle watch that asked for progress gets a BOOKMARK. Caches wait
 # for these to prove they are fresh, so it must be well under their 3s wait.
 DEFAULT_PROGRESS_INTERVAL_SECONDS = 1.0
+# The most often a watcher may have etcd asked for progress.
+MIN_PROGRESS_INTERVAL_SECONDS = 0.05
 # Envelopes kept by (key, revision), so a value read or written lately is not
 # decoded again.
 ENVELOPE_CACHE_SIZE = 10000
@@ -407,21 +409,35 @@ class EtcdStorage:
         requested = revision(key, opts.resource_version)
         matches = compile_predicate(key, opts.predicate)
         since = requested
+        interval = opts.progress_interval_seconds or self._progress_interval
         with _etcd_errors(key, requested):
-            if since == 0:
-                # "" and "0": the current state as ADDED, then every change after it.
+            if since == 0 or opts.send_initial_events:
+                # The current state as ADDED (for "" and "0", and for a watch-list,
+                # whose resourceVersion means "not older than"), then every change.
                 state = await self._etcd.range(start, end)
+                if state.header.revision < requested:
+                    raise TooLargeResourceVersion(
+                        key,
+                        f"Too large resource version: {requested}, "
+                        f"current: {state.header.revision}",
+                    )
                 for kv in state.kvs:
                     obj = self._object(kv.key, kv.value, kv.mod_revision)
                     if matches(obj):
                         yield Event(type=Event.ADDED, object=obj, resource_version=kv.mod_revision)
                 since = state.header.revision
+                if opts.send_initial_events:
+                    yield Event(
+                        type=Event.BOOKMARK, resource_version=since, initial_events_end=True
+                    )
             async for response in self._etcd.watch(
                 start,
                 end,
                 start_revision=since + 1,
                 prev_kv=True,
-                progress_interval=self._progress_interval if opts.progress_notify else 0,
+                progress_interval=max(interval, MIN_PROGRESS_INTERVAL_SECONDS)
+                if opts.progress_notify
+                else 0,
             ):
                 if response.compact_revision:
                     raise Expired(

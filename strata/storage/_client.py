@@ -132,6 +132,9 @@ class GrpcStorage:
                 resource_version=opts.resource_version,
                 predicate=predicate_message(opts.predicate),
                 progress_notify=opts.progress_notify,
+                send_initial_events=opts.send_initial_events,
+                timeout_seconds=opts.timeout_seconds,
+                progress_interval_seconds=opts.progress_interval_seconds,
             )
         )
         try:

@@ -79,6 +79,15 @@ class WatchOptions:
     predicate: Predicate = dataclasses.field(default_factory=Predicate)
     # BOOKMARK events with the revision reached, while nothing else happens.
     progress_notify: bool = False
+    # The state at the start as ADDED (at resource_version or newer), then a
+    # BOOKMARK with initial_events_end (kube's sendInitialEvents watch-list).
+    send_initial_events: bool = False
+    # How long the caller keeps the watch open (0: unknown); caches send a
+    # last BOOKMARK shortly before then.
+    timeout_seconds: float = 0.0
+    # With progress_notify: how often progress is asked of etcd (0: the
+    # implementation's own default).
+    progress_interval_seconds: float = 0.0
 
 
 class Storage(Protocol):

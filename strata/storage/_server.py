@@ -10,8 +10,8 @@ results back in batches as they finish.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar, cast
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 import grpc
 
@@ -49,6 +49,23 @@ async def _answer(context: Context, call: Awaitable[T]) -> T:
 
 def _predicate(message: storage_pb2.Predicate) -> Predicate:
     return Predicate(label_selector=message.label_selector, field_selector=message.field_selector)
+
+
+@runtime_checkable
+class EncodedWatches(Protocol):
+    """A storage whose watches come already encoded (the cacher's, shared by watchers)."""
+
+    def watch_encoded(self, key: str, opts: WatchOptions) -> AsyncGenerator[bytes, None]: ...
+
+
+async def _encoded(
+    events: AsyncGenerator[storage_pb2.WatchEvent, None],
+) -> AsyncGenerator[bytes, None]:
+    try:
+        async for event in events:
+            yield event.SerializeToString()
+    finally:
+        await events.aclose()
 
 
 class StorageServicer(storage_pb2_grpc.StorageServicer):
@@ -167,16 +184,26 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
     ) -> storage_pb2.CompactResponse:
         return await _answer(context, self._compact(request))
 
-    async def Watch(
+    async def Watch(  # type: ignore[override]  # yields WatchEvents as bytes: see add_to_server
         self, request: storage_pb2.WatchRequest, context: Context
-    ) -> AsyncIterator[storage_pb2.WatchEvent]:
+    ) -> AsyncIterator[bytes]:
+        """Yields encoded WatchEvents: an implementation that encodes each event once
+        for all its watchers (EncodedWatches) has its bytes sent as they are."""
         options = WatchOptions(
             resource_version=request.resource_version,
             recursive=request.recursive,
             predicate=_predicate(request.predicate),
             progress_notify=request.progress_notify,
+            send_initial_events=request.send_initial_events,
+            timeout_seconds=request.timeout_seconds,
+            progress_interval_seconds=request.progress_interval_seconds,
         )
-        events = self._storage.watch(request.key, options)
+        storage = self._storage
+        events: AsyncGenerator[bytes, None] = (
+            storage.watch_encoded(request.key, options)
+            if isinstance(storage, EncodedWatches)
+            else _encoded(storage.watch(request.key, options))
+        )
         try:
             async for event in events:
                 yield event
@@ -262,14 +289,19 @@ class _Capture:
 
 
 def add_to_server(servicer: StorageServicer, server: grpc.aio.Server) -> None:
-    """Register servicer as strata.storage.v1.Storage, its Pipeline answering with
-    the wire bytes it writes itself."""
+    """Register servicer as strata.storage.v1.Storage, its Pipeline and Watch
+    answering with the wire bytes they write themselves."""
     capture = _Capture()
     storage_pb2_grpc.add_StorageServicer_to_server(servicer, cast(Any, capture))
     handlers = capture.handlers
     handlers["Pipeline"] = grpc.stream_stream_rpc_method_handler(
         servicer.Pipeline,
         request_deserializer=storage_pb2.Calls.FromString,
+        response_serializer=wire.identity,
+    )
+    handlers["Watch"] = grpc.unary_stream_rpc_method_handler(
+        servicer.Watch,
+        request_deserializer=storage_pb2.WatchRequest.FromString,
         response_serializer=wire.identity,
     )
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(_SERVICE, handlers),))

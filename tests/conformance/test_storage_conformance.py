@@ -13,9 +13,8 @@ CAPABILITIES = {
     "storage": Capabilities(),
     "storage-unary": Capabilities(),
     # The cacher replays a compacted revision still in its window instead of
-    # answering 410, and serves resourceVersion "0" lists whole (as kube's does);
-    # bookmarks come from upstream progress notifications.
-    "cacher": Capabilities(watch_expires_on_compaction=False, limit_at_any_version=False),
+    # answering 410 (as kube's does).
+    "cacher": Capabilities(watch_expires_on_compaction=False),
 }
 
 

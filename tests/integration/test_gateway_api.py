@@ -203,10 +203,12 @@ async def test_list_pages_with_limit_and_continue(
 async def test_watch_bookmarks_when_asked(http: aiohttp.ClientSession, namespace: str) -> None:
     base = f"/api/v1/namespaces/{namespace}/configmaps"
     listed = await get_json(http, base)
+    # Bookmarks come every minute, and 2s before the watch times out: here after 4s.
     params = {
         "watch": "1",
         "resourceVersion": listed["metadata"]["resourceVersion"],
         "allowWatchBookmarks": "true",
+        "timeoutSeconds": "6",
     }
     async with http.get(base, params=params) as response:
         async with asyncio.timeout(30):
@@ -215,4 +217,38 @@ async def test_watch_bookmarks_when_asked(http: aiohttp.ClientSession, namespace
     assert event["object"]["kind"] == "ConfigMap"
     assert int(event["object"]["metadata"]["resourceVersion"]) >= int(
         listed["metadata"]["resourceVersion"]
+    )
+
+
+async def test_watch_list_ends_its_initial_events_with_an_annotated_bookmark(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    for name in ("a", "b"):
+        await create(
+            http, base, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}
+        )
+    params = {
+        "watch": "1",
+        "sendInitialEvents": "true",
+        "allowWatchBookmarks": "true",
+        "resourceVersionMatch": "NotOlderThan",
+    }
+    seen = []
+    async with http.get(base, params=params) as response:
+        assert response.status == 200, await response.text()
+        async with asyncio.timeout(30):
+            while True:
+                event = orjson.loads(await response.content.readline())
+                seen.append(event)
+                if event["type"] == "BOOKMARK":
+                    break
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in seen[:-1]] == [
+        ("ADDED", "a"),
+        ("ADDED", "b"),
+    ]
+    end = seen[-1]["object"]["metadata"]
+    assert end["annotations"] == {"k8s.io/initial-events-end": "true"}
+    assert int(end["resourceVersion"]) >= max(
+        int(e["object"]["metadata"]["resourceVersion"]) for e in seen[:-1]
     )

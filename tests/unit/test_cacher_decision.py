@@ -5,25 +5,41 @@ from __future__ import annotations
 
 import pytest
 
-from services.cacher.decision import Op, served_from_cache
-from strata.storage import resource_of, resource_root
+from services.cacher.decision import Op, Plan, plan
+from strata.storage import EXACT, NOT_OLDER_THAN, resource_of, resource_root
 
 
 @pytest.mark.parametrize(
-    ("op", "rv", "cached"),
+    ("op", "rv", "match", "answer"),
     [
-        (Op.WATCH, "", True),
-        (Op.WATCH, "0", True),
-        (Op.WATCH, "17", True),
-        (Op.GET, "0", True),
-        (Op.LIST, "0", True),
-        (Op.GET, "", False),
-        (Op.LIST, "", False),
-        (Op.LIST, "17", False),
+        (Op.WATCH, "", "", Plan.CACHE),
+        (Op.WATCH, "0", "", Plan.CACHE),
+        (Op.WATCH, "17", "", Plan.CACHE),
+        (Op.GET, "0", "", Plan.CACHE),
+        (Op.LIST, "0", "", Plan.CACHE),
+        (Op.LIST, "0", NOT_OLDER_THAN, Plan.CACHE),
+        (Op.GET, "", "", Plan.CACHE_CURRENT),
+        (Op.LIST, "", "", Plan.CACHE_CURRENT),
+        (Op.LIST, "17", "", Plan.CACHE_NOT_OLDER),
+        (Op.GET, "17", NOT_OLDER_THAN, Plan.CACHE_NOT_OLDER),
+        (Op.GET, "17", EXACT, Plan.STORAGE),
+        (Op.LIST, "17", EXACT, Plan.STORAGE),
     ],
 )
-def test_served_from_cache(op: Op, rv: str, cached: bool) -> None:
-    assert served_from_cache(op, rv) is cached
+def test_plan(op: Op, rv: str, match: str, answer: Plan) -> None:
+    assert plan(op, rv, match=match) is answer
+
+
+def test_continued_lists_go_to_storage() -> None:
+    assert plan(Op.LIST, "", continuing=True) is Plan.STORAGE
+
+
+@pytest.mark.parametrize(
+    ("rv", "answer"),
+    [("", Plan.CACHE_CURRENT), ("0", Plan.CACHE), ("17", Plan.CACHE_NOT_OLDER)],
+)
+def test_watch_lists_wait_for_freshness_like_lists(rv: str, answer: Plan) -> None:
+    assert plan(Op.WATCH, rv, send_initial_events=True) is answer
 
 
 @pytest.mark.parametrize(

@@ -24,8 +24,6 @@ class Capabilities:
     # A watch from a compacted revision fails with Expired (a cache may still
     # hold that history in its window and replay it instead).
     watch_expires_on_compaction: bool = True
-    # A list at resourceVersion "0" honours limit (kube's cache ignores it).
-    limit_at_any_version: bool = True
     # BOOKMARK events arrive while a watch with progress_notify is idle.
     progress_notify: bool = True
 

@@ -246,6 +246,8 @@ class ListOptions(_message.Message):
     CONTINUE_FIELD_NUMBER: _builtins.int
     RESOURCE_VERSION_MATCH_FIELD_NUMBER: _builtins.int
     ALLOW_WATCH_BOOKMARKS_FIELD_NUMBER: _builtins.int
+    SEND_INITIAL_EVENTS_FIELD_NUMBER: _builtins.int
+    TIMEOUT_SECONDS_FIELD_NUMBER: _builtins.int
     label_selector: _builtins.str
     field_selector: _builtins.str
     resource_version: _builtins.str
@@ -254,6 +256,12 @@ class ListOptions(_message.Message):
     """"", "NotOlderThan" or "Exact"."""
     allow_watch_bookmarks: _builtins.bool
     """Watches only: send BOOKMARK events."""
+    send_initial_events: _builtins.bool
+    """Watches only: the current state first, ended by a BOOKMARK annotated
+    k8s.io/initial-events-end (kube's sendInitialEvents).
+    """
+    timeout_seconds: _builtins.int
+    """Watches only: timeoutSeconds (0 = none)."""
     @_builtins.property
     def rendering(self) -> Global___Rendering: ...
     def __init__(
@@ -266,10 +274,12 @@ class ListOptions(_message.Message):
         limit: _builtins.int = ...,
         resource_version_match: _builtins.str = ...,
         allow_watch_bookmarks: _builtins.bool = ...,
+        send_initial_events: _builtins.bool = ...,
+        timeout_seconds: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["rendering", b"rendering"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["allow_watch_bookmarks", b"allow_watch_bookmarks", "continue", b"continue", "field_selector", b"field_selector", "label_selector", b"label_selector", "limit", b"limit", "rendering", b"rendering", "resource_version", b"resource_version", "resource_version_match", b"resource_version_match"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allow_watch_bookmarks", b"allow_watch_bookmarks", "continue", b"continue", "field_selector", b"field_selector", "label_selector", b"label_selector", "limit", b"limit", "rendering", b"rendering", "resource_version", b"resource_version", "resource_version_match", b"resource_version_match", "send_initial_events", b"send_initial_events", "timeout_seconds", b"timeout_seconds"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -493,6 +493,9 @@ class WatchRequest(_message.Message):
     RESOURCE_VERSION_FIELD_NUMBER: _builtins.int
     PREDICATE_FIELD_NUMBER: _builtins.int
     PROGRESS_NOTIFY_FIELD_NUMBER: _builtins.int
+    SEND_INITIAL_EVENTS_FIELD_NUMBER: _builtins.int
+    TIMEOUT_SECONDS_FIELD_NUMBER: _builtins.int
+    PROGRESS_INTERVAL_SECONDS_FIELD_NUMBER: _builtins.int
     key: _builtins.str
     """A key, or a prefix when recursive is set."""
     recursive: _builtins.bool
@@ -500,6 +503,18 @@ class WatchRequest(_message.Message):
     """Every change after this revision; "" or "0" = current state as ADDED first."""
     progress_notify: _builtins.bool
     """Send BOOKMARK events carrying the revision reached while nothing changes."""
+    send_initial_events: _builtins.bool
+    """The state at the start as ADDED events (also for a given resource_version,
+    read as "not older than"), then a BOOKMARK with initial_events_end set.
+    """
+    timeout_seconds: _builtins.float
+    """How long the caller will keep the watch open (0: no limit known); a cache
+    sends its last BOOKMARK shortly before it ends.
+    """
+    progress_interval_seconds: _builtins.float
+    """With progress_notify: how often to ask etcd for progress (0: the storage
+    service's own interval). A cache asks often, to confirm fresh reads quickly.
+    """
     @_builtins.property
     def predicate(self) -> Global___Predicate: ...
     def __init__(
@@ -510,10 +525,13 @@ class WatchRequest(_message.Message):
         resource_version: _builtins.str = ...,
         predicate: Global___Predicate | None = ...,
         progress_notify: _builtins.bool = ...,
+        send_initial_events: _builtins.bool = ...,
+        timeout_seconds: _builtins.float = ...,
+        progress_interval_seconds: _builtins.float = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["predicate", b"predicate"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "predicate", b"predicate", "progress_notify", b"progress_notify", "recursive", b"recursive", "resource_version", b"resource_version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "predicate", b"predicate", "progress_interval_seconds", b"progress_interval_seconds", "progress_notify", b"progress_notify", "recursive", b"recursive", "resource_version", b"resource_version", "send_initial_events", b"send_initial_events", "timeout_seconds", b"timeout_seconds"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -545,9 +563,12 @@ class WatchEvent(_message.Message):
     TYPE_FIELD_NUMBER: _builtins.int
     OBJECT_FIELD_NUMBER: _builtins.int
     RESOURCE_VERSION_FIELD_NUMBER: _builtins.int
+    INITIAL_EVENTS_END_FIELD_NUMBER: _builtins.int
     type: Global___WatchEvent.Type.ValueType
     resource_version: _builtins.int
     """The revision of this event; for BOOKMARK the revision reached."""
+    initial_events_end: _builtins.bool
+    """On the BOOKMARK that ends the initial events of a send_initial_events watch."""
     @_builtins.property
     def object(self) -> Global___Object: ...
     def __init__(
@@ -556,10 +577,11 @@ class WatchEvent(_message.Message):
         type: Global___WatchEvent.Type.ValueType = ...,
         object: Global___Object | None = ...,
         resource_version: _builtins.int = ...,
+        initial_events_end: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["object", b"object"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["object", b"object", "resource_version", b"resource_version", "type", b"type"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["initial_events_end", b"initial_events_end", "object", b"object", "resource_version", b"resource_version", "type", b"type"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -1,0 +1,205 @@
+"""What the watch cache keeps per event and per watcher.
+
+A Change is one event of the window with its encodings made at most once: the
+event as received, and the two rewrites kube's watch filtering needs (ADDED for
+an object that starts matching a watcher's selector, DELETED for one that stops
+matching). Every watcher that sees the change the same way gets the same bytes.
+
+A Watcher is one client's watch: a bounded buffer of encoded events, a short
+time budget when the buffer overflows (then it is closed, never waited for),
+and its next bookmark time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable
+
+import orjson
+
+from strata.proto.storage.v1 import storage_pb2
+from strata.storage._requests import Matcher
+
+Event = storage_pb2.WatchEvent
+Object = storage_pb2.Object
+
+# Encoded events a watcher may have waiting before its time budget starts.
+DEFAULT_BUFFER = 1024
+# How long a watcher may stay over its buffer before it is closed.
+DEFAULT_BUDGET_SECONDS = 0.5
+# A watcher over twice its buffer is closed at once, whatever its budget.
+HARD_LIMIT_FACTOR = 2
+
+
+def encode(event: Event) -> bytes:
+    return event.SerializeToString()
+
+
+def stamped_at(obj: Object, revision: int) -> Object:
+    """obj as it stood at revision (the old state a DELETED-by-selector event carries)."""
+    if obj.resource_version == revision:
+        return obj
+    body = orjson.loads(obj.value)
+    body.setdefault("metadata", {})["resourceVersion"] = str(revision)
+    stamped = Object()
+    stamped.CopyFrom(obj)
+    stamped.value = orjson.dumps(body)
+    stamped.resource_version = revision
+    return stamped
+
+
+class Change:
+    """One event in the window, and the state of its key before it."""
+
+    __slots__ = ("_added", "_removed", "_wire", "event", "previous")
+
+    def __init__(self, event: Event, previous: Object | None) -> None:
+        self.event, self.previous = event, previous
+        self._wire: bytes | None = None
+        self._added: bytes | None = None
+        self._removed: bytes | None = None
+
+    @property
+    def key(self) -> str:
+        return self.event.object.key
+
+    def wire(self) -> bytes:
+        if self._wire is None:
+            self._wire = encode(self.event)
+        return self._wire
+
+    def _as_added(self) -> bytes:
+        if self._added is None:
+            event = self.event
+            self._added = encode(
+                Event(
+                    type=Event.ADDED, object=event.object, resource_version=event.resource_version
+                )
+            )
+        return self._added
+
+    def _as_removed(self) -> bytes:
+        if self._removed is None:
+            assert self.previous is not None
+            at = self.event.resource_version
+            self._removed = encode(
+                Event(
+                    type=Event.DELETED,
+                    object=stamped_at(self.previous, at),
+                    resource_version=at,
+                )
+            )
+        return self._removed
+
+    def seen_through(self, matches: Matcher) -> bytes | None:
+        """The encoded event a watcher with this selector gets, or None (kube's rules:
+        an object that starts matching is ADDED, one that stops is DELETED with its
+        old state at this revision, one that never matched is not seen)."""
+        if matches.everything:
+            return self.wire()
+        event = self.event
+        if event.type == Event.DELETED:
+            return self.wire() if matches(event.object) else None
+        now = matches(event.object)
+        before = (
+            event.type == Event.MODIFIED and self.previous is not None and matches(self.previous)
+        )
+        if now:
+            return self.wire() if before or event.type == Event.ADDED else self._as_added()
+        return self._as_removed() if before else None
+
+
+class Watcher:
+    def __init__(
+        self,
+        *,
+        key: str,
+        recursive: bool,
+        matches: Matcher,
+        bookmarks: bool,
+        deadline: float | None = None,
+        buffer: int = DEFAULT_BUFFER,
+        budget_seconds: float = DEFAULT_BUDGET_SECONDS,
+        on_terminated: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.key, self.recursive, self.matches = key, recursive, matches
+        self.bookmarks = bookmarks
+        # When the client will end the watch (clock time), if it said.
+        self.deadline = deadline
+        self.next_bookmark: float | None = None
+        self._items: deque[bytes] = deque()
+        self._buffer, self._budget = buffer, budget_seconds
+        self._on_terminated = on_terminated
+        self._waiter: asyncio.Future[None] | None = None
+        self._stall: asyncio.TimerHandle | None = None
+        self.closed = False
+        self.terminated = False
+
+    def wants(self, key: str) -> bool:
+        return key.startswith(self.key) if self.recursive else key == self.key
+
+    def send(self, data: bytes) -> None:
+        """Queue data; a watcher that stays behind is closed, never waited for."""
+        if self.closed:
+            return
+        self._items.append(data)
+        waiting = len(self._items)
+        if waiting > self._buffer:
+            if waiting > self._buffer * HARD_LIMIT_FACTOR:
+                self.terminate()
+                return
+            if self._stall is None:
+                self._stall = asyncio.get_running_loop().call_later(self._budget, self._judge)
+        self._wake()
+
+    def _judge(self) -> None:
+        self._stall = None
+        if len(self._items) > self._buffer:
+            self.terminate()
+
+    def terminate(self) -> None:
+        """Close a watcher that cannot keep up; it resumes from its last event."""
+        if not self.closed:
+            self.terminated = True
+            self._on_terminated()
+            self.close()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self._items.clear()
+        if self._stall is not None:
+            self._stall.cancel()
+            self._stall = None
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def next(self) -> bytes | None:
+        """The next encoded event, or None once closed."""
+        while not self._items:
+            if self.closed:
+                return None
+            self._waiter = asyncio.get_running_loop().create_future()
+            await self._waiter
+            self._waiter = None
+        data = self._items.popleft()
+        if self._stall is not None and len(self._items) <= self._buffer:
+            self._stall.cancel()
+            self._stall = None
+        return data
+
+    def schedule_bookmark(self, now: float, frequency: float) -> None:
+        """Next bookmark about frequency from now, and never later than 2s before the
+        watch's deadline (so an informer can resume from it); none past that."""
+        if not self.bookmarks:
+            return
+        due = now + frequency
+        if self.deadline is not None:
+            due = min(due, self.deadline - 2.0)
+        self.next_bookmark = due if due > now else None
