@@ -19,7 +19,7 @@ from collections.abc import Callable
 import orjson
 
 from strata.proto.storage.v1 import storage_pb2
-from strata.storage._requests import Matcher
+from strata.storage._requests import Matcher, seen_as
 
 Event = storage_pb2.WatchEvent
 Object = storage_pb2.Object
@@ -93,21 +93,23 @@ class Change:
         return self._removed
 
     def seen_through(self, matches: Matcher) -> bytes | None:
-        """The encoded event a watcher with this selector gets, or None (kube's rules:
-        an object that starts matching is ADDED, one that stops is DELETED with its
-        old state at this revision, one that never matched is not seen)."""
+        """The encoded event a watcher with this selector gets, or None (kube's
+        filtering, strata.storage's seen_as)."""
         if matches.everything:
             return self.wire()
         event = self.event
-        if event.type == Event.DELETED:
-            return self.wire() if matches(event.object) else None
-        now = matches(event.object)
-        before = (
-            event.type == Event.MODIFIED and self.previous is not None and matches(self.previous)
+        deleted = event.type == Event.DELETED
+        seen = seen_as(
+            matches,
+            event.type,
+            None if deleted else event.object,
+            lambda: event.object if deleted else self.previous,
         )
-        if now:
-            return self.wire() if before or event.type == Event.ADDED else self._as_added()
-        return self._as_removed() if before else None
+        if seen is None:
+            return None
+        if seen == event.type:
+            return self.wire()
+        return self._as_added() if seen == Event.ADDED else self._as_removed()
 
 
 class Watcher:

@@ -92,6 +92,33 @@ def compile_predicate(key: str, predicate: Predicate) -> Matcher:
 Event = storage_pb2.WatchEvent
 
 
+def seen_as(
+    matches: Matcher,
+    kind: storage_pb2.WatchEvent.Type.ValueType,
+    current: storage_pb2.Object | None,
+    previous: Callable[[], storage_pb2.Object | None],
+) -> storage_pb2.WatchEvent.Type.ValueType | None:
+    """What a watcher with this predicate sees of a change (kube's watch filtering):
+    the event type, or None for nothing.
+
+    kind is what happened to the key: ADDED (created), MODIFIED or DELETED;
+    current is the new state (None for DELETED), previous gives the old one and
+    is called only when needed. An object that starts matching is ADDED, one that
+    stops is DELETED (carrying its old state), one that never matched is not seen.
+    """
+    if kind == Event.DELETED:
+        old = previous()
+        return Event.DELETED if old is not None and matches(old) else None
+    assert current is not None
+    if matches.everything:
+        return kind
+    now = matches(current)
+    before = kind == Event.MODIFIED and (old := previous()) is not None and matches(old)
+    if now:
+        return Event.MODIFIED if before else Event.ADDED
+    return Event.DELETED if before else None
+
+
 def through(
     matches: Matcher,
     kind: storage_pb2.WatchEvent.Type.ValueType,
@@ -99,29 +126,16 @@ def through(
     previous: Callable[[], storage_pb2.Object | None],
     at: int,
 ) -> storage_pb2.WatchEvent | None:
-    """A change as a watcher with this predicate sees it (kube's watch filtering).
+    """The change as a watcher with this predicate sees it (see seen_as), as an
+    event at revision at; a DELETED one carries the old state."""
+    remembered: list[storage_pb2.Object | None] = []
 
-    kind is what happened to the key: ADDED (created), MODIFIED or DELETED;
-    current is the new state (None for DELETED), previous gives the old one only
-    when needed. An object that starts matching is ADDED, one that stops is
-    DELETED (with its old state at this revision), one that never matched is
-    not seen at all.
-    """
-    if kind == Event.DELETED:
-        old = previous()
-        if old is None or not matches(old):
-            return None
-        return Event(type=Event.DELETED, object=old, resource_version=at)
-    assert current is not None
-    if matches.everything:
-        return Event(type=kind, object=current, resource_version=at)
-    now = matches(current)
-    old = previous() if kind == Event.MODIFIED else None
-    before = old is not None and matches(old)
-    if now:
-        return Event(
-            type=Event.MODIFIED if before else Event.ADDED, object=current, resource_version=at
-        )
-    if before and old is not None:
-        return Event(type=Event.DELETED, object=old, resource_version=at)
-    return None
+    def old() -> storage_pb2.Object | None:
+        if not remembered:
+            remembered.append(previous())
+        return remembered[0]
+
+    seen = seen_as(matches, kind, current, old)
+    if seen is None:
+        return None
+    return Event(type=seen, object=old() if seen == Event.DELETED else current, resource_version=at)
