@@ -27,7 +27,7 @@ from services.cacher.watchers import (
     Watcher,
     encode,
 )
-from services.cacher.window import EventWindow
+from services.cacher.window import LOWER_BOUND, UPPER_BOUND, EventWindow
 from strata import telemetry
 from strata.proto.storage.v1 import storage_pb2
 from strata.storage import (
@@ -67,8 +67,8 @@ class WatchCache:
         root: str,
         *,
         clock: Callable[[], float] = time.monotonic,
-        window_lower: int | None = None,
-        window_upper: int | None = None,
+        window_lower: int = LOWER_BOUND,
+        window_upper: int = UPPER_BOUND,
         bookmark_frequency: float = BOOKMARK_FREQUENCY_SECONDS,
         progress_interval: float = PROGRESS_INTERVAL_SECONDS,
         watcher_buffer: int = DEFAULT_BUFFER,
@@ -85,13 +85,12 @@ class WatchCache:
         self._clock = clock
         self._bookmark_frequency = bookmark_frequency
         self._progress_interval = progress_interval
-        gauge = metrics.capacity.labels(self._resource)
-        bounds = {
-            name: value
-            for name, value in (("lower", window_lower), ("upper", window_upper))
-            if value is not None
-        }
-        self.window: EventWindow[Change] = EventWindow(clock, on_resize=gauge.set, **bounds)
+        self.window: EventWindow[Change] = EventWindow(
+            clock,
+            lower=window_lower,
+            upper=window_upper,
+            on_resize=metrics.capacity.labels(self._resource).set,
+        )
         self._objects: dict[str, Object] = {}
         self._keys: list[str] = []  # the keys of _objects, sorted
         self._by_name: dict[str, set[str]] = {}
@@ -308,11 +307,10 @@ class WatchCache:
             raise KeyNotFound(key)
         return obj
 
-    def _range(self, prefix: str, start: str = "") -> range:
-        """Positions in the sorted keys of the objects under prefix, from prefix+start."""
-        first = bisect.bisect_left(self._keys, prefix + start)
-        last = bisect.bisect_left(self._keys, prefix + "\U0010ffff")
-        return range(first, last)
+    def _keys_under(self, prefix: str) -> list[str]:
+        """The keys of the objects under prefix, in order."""
+        first = bisect.bisect_left(self._keys, prefix)
+        return self._keys[first : bisect.bisect_left(self._keys, prefix + "\U0010ffff", first)]
 
     def read_list(self, prefix: str, matches: Matcher, limit: int = 0) -> ListResult:
         """The objects under prefix at the cache's revision, at most limit of them,
@@ -320,21 +318,17 @@ class WatchCache:
         name = matches.fields.exact("metadata.name") if not matches.fields.empty else None
         if name is not None:
             keys = sorted(k for k in self._by_name.get(name, ()) if k.startswith(prefix))
-            positions: range | list[str] = keys
         else:
-            positions = self._range(prefix)
+            keys = self._keys_under(prefix)
         items: list[Object] = []
-        objects, all_keys = self._objects, self._keys
-        examined = 0
-        for entry in positions:
-            key = entry if isinstance(entry, str) else all_keys[entry]
-            examined += 1
+        objects = self._objects
+        for examined, key in enumerate(keys, 1):
             obj = objects[key]
             if not matches(obj):
                 continue
             items.append(obj)
             if limit and len(items) == limit:
-                remaining_keys = len(positions) - examined
+                remaining_keys = len(keys) - examined
                 if remaining_keys == 0:
                     break
                 token = continuation.encode(self.revision, key[len(prefix) :] + "\x00")
@@ -368,11 +362,7 @@ class WatchCache:
 
     def _initial(self, watcher: Watcher) -> list[bytes]:
         """The current state a watcher wants, as encoded ADDED events."""
-        keys = (
-            [watcher.key]
-            if not watcher.recursive
-            else [self._keys[i] for i in self._range(watcher.key)]
-        )
+        keys = self._keys_under(watcher.key) if watcher.recursive else [watcher.key]
         events = []
         for key in keys:
             obj = self._objects.get(key)

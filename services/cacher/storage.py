@@ -13,6 +13,7 @@ from services.cacher.cache import (
     WatchCache,
 )
 from services.cacher.decision import Op, Plan, plan
+from services.cacher.window import LOWER_BOUND, UPPER_BOUND
 from strata.proto.storage.v1 import storage_pb2
 from strata.storage import (
     GetOptions,
@@ -57,7 +58,7 @@ class CachedStorage:
             raise InvalidObject(key, str(e)) from None
         cache = self._caches.get(root)
         if cache is None:
-            lower, upper = self._window_sizes.get(root, (None, None))
+            lower, upper = self._window_sizes.get(root, (LOWER_BOUND, UPPER_BOUND))
             cache = self._caches[root] = WatchCache(
                 self._upstream,
                 root,
