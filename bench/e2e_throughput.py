@@ -15,25 +15,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import platform
-import ssl
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-import aiohttp
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from strata.dev import OtlpReceiver, System
+from bench._harness import gateway_session, running_system, write_result
+from strata.dev import System
 from strata.etcd import Etcd
 
-RESULTS = Path(__file__).resolve().parent / "results"
 # About what a small ConfigMap weighs once stored.
 VALUE = orjson.dumps(
     {
@@ -70,12 +65,12 @@ async def run_phase(op: Op, concurrency: int, seconds: float) -> tuple[float, in
 
 async def bench(args: argparse.Namespace, system: System) -> dict[str, object]:
     assert system.endpoints is not None
-    context = ssl.create_default_context(cafile=str(system.ca_file))
     etcd = Etcd(system.endpoints.etcd.removeprefix("http://"))
-    session = aiohttp.ClientSession(
-        base_url=system.endpoints.gateway,
-        headers={"Authorization": f"Bearer {system.admin_token}"},
-        connector=aiohttp.TCPConnector(ssl=context, limit=args.concurrency * 2),
+    session = gateway_session(
+        system.endpoints.gateway,
+        system.ca_file,
+        system.admin_token,
+        connections=args.concurrency * 2,
     )
     async with session.post(
         "/api/v1/namespaces",
@@ -127,9 +122,6 @@ async def bench(args: argparse.Namespace, system: System) -> dict[str, object]:
     await etcd.close()
     medians = {k: statistics.median(v) for k, v in results.items()}
     return {
-        "benchmark": "e2e_throughput",
-        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
         "concurrency": args.concurrency,
         "seconds_per_phase": args.seconds,
         "rounds": args.rounds,
@@ -151,25 +143,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--concurrency", type=int, default=16)
     args = parser.parse_args()
-    otlp = OtlpReceiver()
-    otlp.start()
-    with tempfile.TemporaryDirectory(prefix="strata-bench-") as home:
-        system = System(
-            Path(home),
-            gateway_port=0,
-            env={
-                "OTEL_EXPORTER_OTLP_ENDPOINT": otlp.endpoint,
-                "OTEL_EXPORTER_OTLP_INSECURE": "true",
-            },
-        )
-        system.start()
-        try:
-            result = asyncio.run(bench(args, system))
-        finally:
-            system.stop()
-            otlp.stop()
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "e2e_throughput.json").write_text(json.dumps(result, indent=2) + "\n")
+    with running_system() as system:
+        result = asyncio.run(bench(args, system))
+    write_result("e2e_throughput", result)
     rates, ratio = result["per_second"], result["ratio"]
     print(json.dumps({"per_second": rates, "ratio": ratio}, indent=2))
     return 0

@@ -9,7 +9,7 @@ import asyncio
 import os
 import re
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -60,16 +60,38 @@ async def wait_for_signal() -> None:
     await stop.wait()
 
 
+async def mirror_readiness(
+    health_servicer: health.aio.HealthServicer, name: str, changes: AsyncIterator[bool]
+) -> None:
+    """Report name on health as changes say: NOT_SERVING until the first True."""
+    await health_servicer.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+    async for ready in changes:
+        status = (
+            health_pb2.HealthCheckResponse.SERVING
+            if ready
+            else health_pb2.HealthCheckResponse.NOT_SERVING
+        )
+        await health_servicer.set(name, status)
+
+
+async def always_ready() -> AsyncIterator[bool]:
+    """The readiness of a part that is ready once it serves."""
+    yield True
+
+
 async def serve(
     *,
     service_name: str,
     listen: str,
     register: Callable[[grpc.aio.Server], Awaitable[None]],
     on_stop: Callable[[], Awaitable[None]] | None = None,
+    readiness: Mapping[str, AsyncIterator[bool]] | None = None,
 ) -> None:
     """Run a gRPC server until SIGTERM/SIGINT.
 
-    register adds the service's servicers; health reports SERVING once it returns.
+    register adds the service's servicers; health reports SERVING for "" once it
+    returns. readiness maps further health service names to the changes of their
+    readiness, which health reports as SERVING or NOT_SERVING.
     """
     log = telemetry.get_logger(service_name)
     server = grpc.aio.server(interceptors=telemetry.server_interceptors(), options=_CHANNEL_OPTIONS)
@@ -79,6 +101,10 @@ async def serve(
     if port == 0:
         raise SystemExit(f"{service_name}: cannot listen on {listen}")
     await register(server)
+    mirrors = [
+        asyncio.create_task(mirror_readiness(health_servicer, name, changes))
+        for name, changes in (readiness or {}).items()
+    ]
     await server.start()
     await health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
     log.info("serving", listen=listen, port=port)
@@ -86,6 +112,8 @@ async def serve(
         await wait_for_signal()
     finally:
         log.info("stopping")
+        for task in mirrors:
+            task.cancel()
         await health_servicer.enter_graceful_shutdown()
         await server.stop(grace=2)
         if on_stop is not None:

@@ -12,7 +12,7 @@ from services.cacher import metrics
 from services.cacher.storage import CachedStorage
 from strata import service, telemetry
 from strata.metrics_http import serve_metrics
-from strata.storage import GrpcStorage, StorageServicer, add_to_server
+from strata.storage import SERVICE_NAME, GrpcStorage, StorageServicer, add_to_server
 
 
 def window_sizes(text: str) -> dict[str, tuple[int, int]]:
@@ -90,7 +90,11 @@ async def _run(args: argparse.Namespace) -> None:
         await channel.close()
 
     await service.serve(
-        service_name="strata-cacher", listen=args.listen, register=register, on_stop=stop
+        service_name="strata-cacher",
+        listen=args.listen,
+        register=register,
+        on_stop=stop,
+        readiness={SERVICE_NAME: cached.readiness()},
     )
 
 

@@ -74,9 +74,11 @@ class WatchCache:
         watcher_buffer: int = DEFAULT_BUFFER,
         watcher_budget_seconds: float = DEFAULT_BUDGET_SECONDS,
         bookmark_ticker: bool = True,
+        on_synced: Callable[[], None] | None = None,
     ) -> None:
         """bookmark_ticker=False leaves sending bookmarks to send_due_bookmarks
-        calls (tests driving the clock)."""
+        calls (tests driving the clock); on_synced is called when the first list
+        has been stored."""
         self._upstream = upstream
         self._watcher_buffer, self._watcher_budget = watcher_buffer, watcher_budget_seconds
         self.root = root
@@ -104,6 +106,7 @@ class WatchCache:
         self._sent = metrics.watch_events.labels(self._resource)
         self._terminated = metrics.terminated_watchers.labels(self._resource)
         self._synced = asyncio.Event()
+        self._on_synced = on_synced
         self._progress = asyncio.Condition()
         self._tasks: list[asyncio.Task[None]] = []
         self._bookmark_ticker_on = bookmark_ticker
@@ -179,7 +182,10 @@ class WatchCache:
         self._added.clear()
         self.revision = result.resource_version
         self.window.reset(result.resource_version)
-        self._synced.set()
+        if not self._synced.is_set():
+            self._synced.set()
+            if self._on_synced is not None:
+                self._on_synced()
 
     def _store(self, obj: Object) -> None:
         key = obj.key

@@ -3,6 +3,7 @@ and the reads the cache cannot answer delegated to the storage service."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncGenerator, Callable
 
@@ -49,6 +50,7 @@ class CachedStorage:
         self._bookmark_frequency = bookmark_frequency
         self._progress_interval = progress_interval
         self._caches: dict[str, WatchCache] = {}
+        self._readiness_changed = asyncio.Event()
 
     def cache(self, key: str) -> WatchCache:
         """The cache of key's resource, started on first use."""
@@ -67,9 +69,26 @@ class CachedStorage:
                 window_upper=upper,
                 bookmark_frequency=self._bookmark_frequency,
                 progress_interval=self._progress_interval,
+                on_synced=self._changed,
             )
             cache.start()
+            self._changed()
         return cache
+
+    def _changed(self) -> None:
+        self._readiness_changed.set()
+        self._readiness_changed = asyncio.Event()
+
+    def ready(self) -> bool:
+        """Whether every cache started so far has synced once."""
+        return all(cache.synced for cache in self._caches.values())
+
+    async def readiness(self) -> AsyncGenerator[bool, None]:
+        """ready(), then again each time it may have changed."""
+        while True:
+            changed = self._readiness_changed
+            yield self.ready()
+            await changed.wait()
 
     def caches(self) -> list[WatchCache]:
         return list(self._caches.values())

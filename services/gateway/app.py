@@ -11,9 +11,10 @@ import grpc
 import orjson
 from aiohttp import web
 from aiohttp.typedefs import Middleware
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1 import health_pb2_grpc
 from opentelemetry.instrumentation.aiohttp_server import AioHttpServerInstrumentor
 
+from services.gateway import health
 from services.gateway.catalog import Catalog
 from services.gateway.handlers import ResourceHandlers, json_response, status_response
 from strata import telemetry
@@ -69,7 +70,7 @@ def build_app(
     *, registry_channel: grpc.aio.Channel, admin_token: str, server_address: str
 ) -> web.Application:
     registry = registry_pb2_grpc.RegistryStub(registry_channel)
-    health = health_pb2_grpc.HealthStub(registry_channel)
+    health_stub = health_pb2_grpc.HealthStub(registry_channel)
     catalog = Catalog(registry)
     resources = ResourceHandlers(registry, catalog)
     # The instrumentor makes every web.Application open a SERVER span per request,
@@ -84,21 +85,6 @@ def build_app(
         ],
         client_max_size=MAX_BODY_BYTES,
     )
-
-    async def ok(_: web.Request) -> web.Response:
-        return web.Response(text="ok")
-
-    async def ready(_: web.Request) -> web.Response:
-        try:
-            answer = await health.Check(health_pb2.HealthCheckRequest(), timeout=2)
-            serving = answer.status == health_pb2.HealthCheckResponse.SERVING
-        except grpc.aio.AioRpcError:
-            serving = False
-        if not serving:
-            return web.Response(
-                status=500, text="[-]registry failed: not serving\nreadyz check failed"
-            )
-        return web.Response(text="ok")
 
     async def version(_: web.Request) -> web.Response:
         major, minor = KUBE_VERSION
@@ -128,9 +114,9 @@ def build_app(
         await resources.close_watches()
 
     app.on_shutdown.append(close_watches)
-    app.router.add_get("/healthz", ok)
-    app.router.add_get("/livez", ok)
-    app.router.add_get("/readyz", ready)
+    for endpoint in ("healthz", "livez"):
+        health.add_routes(app.router, endpoint, [health.NamedCheck("ping", health.ping)])
+    health.add_routes(app.router, "readyz", health.readyz_checks(health_stub))
     app.router.add_get("/version", version)
     app.router.add_get("/api", api)
     app.router.add_get("/api/", api)

@@ -8,10 +8,12 @@ import asyncio
 import grpc
 
 from services.registry.bootstrap import ensure_system_namespaces
+from services.registry.readiness import storage_readiness
 from services.registry.resources import BUILT_IN, NAMESPACES
 from services.registry.server import RegistryServicer
 from services.registry.store import Store
 from strata import service, telemetry
+from strata.api.wire import REGISTRY_SERVICE_NAME
 from strata.proto.registry.v1 import registry_pb2_grpc
 from strata.storage import GrpcStorage
 
@@ -46,7 +48,11 @@ async def _run(args: argparse.Namespace) -> None:
         await channel.close()
 
     await service.serve(
-        service_name="strata-registry", listen=args.listen, register=register, on_stop=stop
+        service_name="strata-registry",
+        listen=args.listen,
+        register=register,
+        on_stop=stop,
+        readiness={REGISTRY_SERVICE_NAME: storage_readiness(channel, storage, BUILT_IN)},
     )
 
 

@@ -22,7 +22,7 @@ from services.storage.store import DEFAULT_PROGRESS_INTERVAL_SECONDS, EtcdStorag
 from strata import service, telemetry
 from strata.etcd import Etcd, EtcdTLS
 from strata.metrics_http import serve_metrics
-from strata.storage import StorageServicer, add_to_server
+from strata.storage import SERVICE_NAME, StorageServicer, add_to_server
 
 
 def _common_flags(parser: argparse.ArgumentParser) -> None:
@@ -153,7 +153,11 @@ async def _run(args: argparse.Namespace, transformers: Transformers | None) -> N
         await etcd.close()
 
     await service.serve(
-        service_name="strata-storage", listen=args.listen, register=register, on_stop=stop
+        service_name="strata-storage",
+        listen=args.listen,
+        register=register,
+        on_stop=stop,
+        readiness={SERVICE_NAME: service.always_ready()},
     )
 
 

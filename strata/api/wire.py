@@ -6,7 +6,11 @@ from __future__ import annotations
 import grpc
 
 from strata.api.errors import StatusError, internal, service_unavailable
+from strata.proto.registry.v1 import registry_pb2
 
+# The registry's full service name, also its health service name: SERVING once
+# the storage under it can answer (every watch cache has synced).
+REGISTRY_SERVICE_NAME: str = registry_pb2.DESCRIPTOR.services_by_name["Registry"].full_name
 STATUS_METADATA_KEY = "strata-status-bin"
 # Initial metadata of a Registry.Watch that was accepted.
 WATCH_STARTED = "strata-watch-started"

@@ -31,11 +31,12 @@ from strata.storage._interface import (
 from strata.storage._keys import resource_of, resource_root
 from strata.storage._server import StorageServicer, add_to_server
 from strata.storage._update import guaranteed_update
-from strata.storage._wire import abort, restore
+from strata.storage._wire import SERVICE_NAME, abort, restore
 
 __all__ = [
     "EXACT",
     "NOT_OLDER_THAN",
+    "SERVICE_NAME",
     "Conflict",
     "CorruptObject",
     "Expired",

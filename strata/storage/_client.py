@@ -25,11 +25,10 @@ from strata.storage._interface import (
     WatchOptions,
 )
 from strata.storage._pipeline import PipelineClient
-from strata.storage._wire import from_failure, restore
+from strata.storage._wire import SERVICE_NAME, from_failure, restore
 
 T = TypeVar("T")
 _tracer = telemetry.tracer("strata.storage.client")
-_SERVICE = "strata.storage.v1.Storage"
 
 
 async def _call(response: Awaitable[T]) -> T:
@@ -69,7 +68,7 @@ class GrpcStorage:
         """request sent as method (pipelined when enabled); the named part of its answer."""
         if self._pipeline is None:
             return await _call(getattr(self._stub, method)(request))
-        with telemetry.client_span(_tracer, f"{_SERVICE}/{method}") as parent:
+        with telemetry.client_span(_tracer, f"{SERVICE_NAME}/{method}") as parent:
             call = storage_pb2.Call(traceparent=parent, **{field: request})
             result = await self._pipeline.call(call)
         if result.WhichOneof("response") == "failure":

@@ -29,13 +29,12 @@ from strata.storage._interface import (
     Storage,
     WatchOptions,
 )
-from strata.storage._wire import abort, failure
+from strata.storage._wire import SERVICE_NAME, abort, failure
 
 Context = grpc.aio.ServicerContext[object, object]
 T = TypeVar("T")
 _tracer = telemetry.tracer("strata.storage.server")
 _log = telemetry.get_logger("strata.storage.server")
-_SERVICE = "strata.storage.v1.Storage"
 
 
 async def _answer(context: Context, call: Awaitable[T]) -> T:
@@ -222,7 +221,7 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
             return wire.result(call.id, "failure", empty.SerializeToString())
         method, operation, field = self._operations[kind]
         request = getattr(call, kind)
-        with telemetry.server_span(_tracer, f"{_SERVICE}/{method}", call.traceparent):
+        with telemetry.server_span(_tracer, f"{SERVICE_NAME}/{method}", call.traceparent):
             try:
                 answer = await operation(request)
             except StorageError as e:
@@ -304,5 +303,5 @@ def add_to_server(servicer: StorageServicer, server: grpc.aio.Server) -> None:
         request_deserializer=storage_pb2.WatchRequest.FromString,
         response_serializer=wire.identity,
     )
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(_SERVICE, handlers),))
-    server.add_registered_method_handlers(_SERVICE, handlers)
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))
+    server.add_registered_method_handlers(SERVICE_NAME, handlers)

@@ -8,6 +8,9 @@ import grpc
 from strata.proto.storage.v1 import storage_pb2
 from strata.storage._errors import ERROR_TYPES, Expired, StorageError, Unavailable
 
+# The service's full name: its RPC paths, and the health service name that says
+# whether it can answer (for the cacher: whether every cache has synced).
+SERVICE_NAME: str = storage_pb2.DESCRIPTOR.services_by_name["Storage"].full_name
 ERROR_METADATA_KEY = "strata-storage-error"
 KEY_METADATA_KEY = "strata-storage-key"
 CONTINUE_METADATA_KEY = "strata-storage-continue"

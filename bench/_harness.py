@@ -1,0 +1,86 @@
+"""What the end-to-end benchmarks share: the whole system started as `make run`
+starts it (tracing on at the default sampling rate, exported over OTLP to a
+receiver in this process), an HTTPS session to its gateway, results written to
+bench/results/, and a percentile that reads the same in every report."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import ssl
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from strata.dev import OtlpReceiver, System
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+@contextmanager
+def running_system(extra_env: dict[str, str] | None = None) -> Iterator[System]:
+    """etcd and the four services on loopback, stopped (by PID) on the way out."""
+    otlp = OtlpReceiver()
+    otlp.start()
+    try:
+        with tempfile.TemporaryDirectory(prefix="strata-bench-") as home:
+            system = System(
+                Path(home),
+                gateway_port=0,
+                env={
+                    "OTEL_EXPORTER_OTLP_ENDPOINT": otlp.endpoint,
+                    "OTEL_EXPORTER_OTLP_INSECURE": "true",
+                    **(extra_env or {}),
+                },
+            )
+            system.start()
+            try:
+                yield system
+            finally:
+                system.stop()
+    finally:
+        otlp.stop()
+
+
+def gateway_session(
+    url: str, ca_file: Path, token: str, *, connections: int = 0
+) -> aiohttp.ClientSession:
+    """An HTTPS session to the gateway as its admin (connections=0: no limit)."""
+    context = ssl.create_default_context(cafile=str(ca_file))
+    return aiohttp.ClientSession(
+        base_url=url,
+        headers={"Authorization": f"Bearer {token}"},
+        connector=aiohttp.TCPConnector(ssl=context, limit=connections),
+        timeout=aiohttp.ClientTimeout(total=None, sock_read=None),
+    )
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    """The nearest-rank percentile p (0-100) of values."""
+    ordered = sorted(values)
+    rank = max(1, math.ceil(p / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def write_result(name: str, result: dict[str, Any]) -> Path:
+    """result with when and where it was measured, as bench/results/<name>.json."""
+    stamped = {
+        "benchmark": name,
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        **result,
+    }
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps(stamped, indent=2) + "\n")
+    return path
