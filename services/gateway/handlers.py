@@ -14,9 +14,10 @@ from aiohttp import web
 
 from services.gateway import negotiation, paths
 from services.gateway.catalog import APIResource, Catalog
+from services.gateway.watches import RegistryWatches
 from strata.api import errors
 from strata.api.errors import StatusError
-from strata.api.wire import WATCH_STARTED, status_from_rpc_error
+from strata.api.wire import status_from_rpc_error
 from strata.proto.registry.v1 import registry_pb2, registry_pb2_grpc
 
 JSON = "application/json"
@@ -43,14 +44,13 @@ class ResourceHandlers:
     def __init__(self, registry: registry_pb2_grpc.RegistryAsyncStub, catalog: Catalog) -> None:
         self._registry = registry
         self._catalog = catalog
-        self._watches: set[grpc.aio.UnaryStreamCall[Any, Any]] = set()
+        self._watches = RegistryWatches(registry)
         self._closing = False
 
     async def close_watches(self) -> None:
         """End every open watch (on shutdown); clients reconnect and resume."""
         self._closing = True
-        for call in list(self._watches):
-            call.cancel()
+        self._watches.close()
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         info = paths.parse(request.path)
@@ -197,40 +197,30 @@ class ResourceHandlers:
         options = self._list_options(request)
         # The cacher sends its last bookmark shortly before this ends.
         options.timeout_seconds = int(timeout)
-        call = self._registry.Watch(registry_pb2.WatchRequest(resource=ref, options=options))
-        self._watches.add(call)
+        watch = self._watches.open(registry_pb2.WatchRequest(resource=ref, options=options))
         try:
-            metadata = await call.initial_metadata()
-            if not any(key == WATCH_STARTED for key, _ in metadata or ()):
-                # Refused before it started: the call ends with the Status.
-                await call.wait_for_connection()
-                async for _ in call:
-                    pass
-                raise errors.internal("the registry ended a watch without starting it")
-        except grpc.aio.AioRpcError as e:
-            self._watches.discard(call)
-            raise status_from_rpc_error(e) from None
-        response = web.StreamResponse(status=200, headers={"Content-Type": JSON})
-        response.enable_chunked_encoding()
-        try:
+            await watch.wait_started()
+            response = web.StreamResponse(status=200, headers={"Content-Type": JSON})
+            response.enable_chunked_encoding()
             await response.prepare(request)
-            async with asyncio.timeout(timeout):
-                async for event in call:
-                    await response.write(
-                        b'{"type":"' + event.type.encode() + b'","object":' + event.object + b"}\n"
-                    )
-        except TimeoutError:
-            pass
-        except asyncio.CancelledError:
-            if not self._closing:
-                raise
-            # close_watches cancelled the stream: end the response cleanly.
-        except grpc.aio.AioRpcError as e:
-            error = status_from_rpc_error(e)
-            await response.write(b'{"type":"ERROR","object":' + error.to_json() + b"}\n")
+            watch.attach(response, request.protocol)
+            try:
+                async with asyncio.timeout(timeout):
+                    await asyncio.shield(watch.finished)
+            except TimeoutError:
+                pass
+            except asyncio.CancelledError:
+                if not self._closing:
+                    raise
+                # close_watches ended the stream: end the response cleanly.
         finally:
-            self._watches.discard(call)
-            call.cancel()
+            watch.cancel()
+        if watch.terminated:
+            # Too slow to keep: drop the connection rather than wait on it.
+            if request.transport is not None:
+                request.transport.close()
+            return response
+        await watch.drained()
         await response.write_eof()
         return response
 

@@ -9,11 +9,12 @@ import grpc
 
 from services.registry.resources import Resource
 from services.registry.store import Page, Paging, Rendering, Store
+from services.registry.watches import serve_watches
 from strata.api import errors
 from strata.api.errors import StatusError
-from strata.api.wire import WATCH_STARTED, abort_with_status
+from strata.api.wire import abort_with_status
 from strata.proto.registry.v1 import registry_pb2, registry_pb2_grpc
-from strata.storage import Preconditions, Storage
+from strata.storage import GrpcStorage, Preconditions
 
 Context = grpc.aio.ServicerContext[object, object]
 T = TypeVar("T")
@@ -33,7 +34,8 @@ def _rendering(message: registry_pb2.Rendering) -> Rendering:
 
 
 class RegistryServicer(registry_pb2_grpc.RegistryServicer):
-    def __init__(self, resources: tuple[Resource, ...], storage: Storage) -> None:
+    def __init__(self, resources: tuple[Resource, ...], storage: GrpcStorage) -> None:
+        self._storage = storage
         self._stores = {(r.group, r.version, r.name): Store(r, storage) for r in resources}
 
     def _store(self, ref: registry_pb2.ResourceRef) -> Store:
@@ -132,27 +134,12 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
         )
         return registry_pb2.ObjectResponse(object=body)
 
-    async def Watch(
-        self, request: registry_pb2.WatchRequest, context: Context
-    ) -> AsyncIterator[registry_pb2.WatchEvent]:
-        options = request.options
+    async def WatchStream(
+        self, request_iterator: AsyncIterator[registry_pb2.WatchStreamRequest], context: Context
+    ) -> AsyncIterator[registry_pb2.WatchFrames]:
+        frames = serve_watches(request_iterator, self._storage, self._store)
         try:
-            store = self._store(request.resource)
-            selection = store.selection(
-                request.resource.namespace, options.label_selector, options.field_selector
-            )
-        except StatusError as e:
-            await abort_with_status(context, e)
-            return
-        # Tells the gateway the request was accepted, so it can answer 200 at once;
-        # what fails from here on is an ERROR event in the stream, as in kube.
-        await context.send_initial_metadata(((WATCH_STARTED, "true"),))
-        async for item in store.watch(
-            selection,
-            options.resource_version,
-            _rendering(options.rendering),
-            bookmarks=options.allow_watch_bookmarks,
-            send_initial_events=options.send_initial_events,
-            timeout_seconds=options.timeout_seconds,
-        ):
-            yield registry_pb2.WatchEvent(type=item.type, object=item.object)
+            async for message in frames:
+                yield message
+        finally:
+            await frames.aclose()

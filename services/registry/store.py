@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -346,7 +346,7 @@ class Store:
             return dataclasses.replace(page, items=[], table=table)
         return page
 
-    async def watch(
+    def watch_target(
         self,
         selection: Selection,
         resource_version: str,
@@ -355,8 +355,9 @@ class Store:
         bookmarks: bool = False,
         send_initial_events: bool = False,
         timeout_seconds: float = 0,
-    ) -> AsyncIterator[WatchItem]:
-        """The watch stream; a failure after it started is an ERROR event, as in kube."""
+    ) -> tuple[str, WatchOptions]:
+        """The storage key and options of a watch (a single key for a watch on one
+        name, as kube's cacher does for metadata.name selectors)."""
         if rendering.as_table:
             tables.check_include_object(rendering.include_object)
         name = selection.fields.exact("metadata.name")
@@ -364,29 +365,32 @@ class Store:
             key, recursive = self.resource.key(selection.namespace, name), False
         else:
             key, recursive = self.resource.key_prefix(selection.namespace), True
-        events = self._storage.watch(
-            key,
-            WatchOptions(
-                resource_version=resource_version,
-                recursive=recursive,
-                predicate=selection.predicate,
-                progress_notify=bookmarks,
-                send_initial_events=send_initial_events,
-                timeout_seconds=timeout_seconds,
-            ),
+        return key, WatchOptions(
+            resource_version=resource_version,
+            recursive=recursive,
+            predicate=selection.predicate,
+            progress_notify=bookmarks,
+            send_initial_events=send_initial_events,
+            timeout_seconds=timeout_seconds,
         )
+
+    def watch_item(self, event: storage_pb2.WatchEvent, rendering: Rendering) -> WatchItem:
+        """A storage event as the watch stream carries it."""
+        if event.type == storage_pb2.WatchEvent.BOOKMARK:
+            return WatchItem(type="BOOKMARK", object=self._bookmark(event))
+        value = event.object.value
+        if rendering.as_table:
+            value = tables.table(self.resource, [value], "", rendering.include_object)
+        return WatchItem(type=_EVENT_TYPES[event.type], object=value)
+
+    def watch_error(self, error: StorageError) -> WatchItem:
+        """The ERROR event for a storage error that ended a watch, as in kube."""
         try:
             with self._interpreted():
-                async for event in events:
-                    if event.type == storage_pb2.WatchEvent.BOOKMARK:
-                        yield WatchItem(type="BOOKMARK", object=self._bookmark(event))
-                        continue
-                    value = event.object.value
-                    if rendering.as_table:
-                        value = tables.table(self.resource, [value], "", rendering.include_object)
-                    yield WatchItem(type=_EVENT_TYPES[event.type], object=value)
+                raise error
         except StatusError as e:
-            yield WatchItem(type="ERROR", object=e.to_json())
+            return WatchItem(type="ERROR", object=e.to_json())
+        raise AssertionError("unreachable: every storage error is interpreted")
 
     def _bookmark(self, event: storage_pb2.WatchEvent) -> bytes:
         """A BOOKMARK's object: the resource's kind with only a resourceVersion (as

@@ -147,7 +147,9 @@ class System:
 
     def _gateway_ready(self, url: str) -> bool:
         context = ssl.create_default_context(cafile=str(self.ca_file))
-        with urllib.request.urlopen(f"{url}/readyz", context=context, timeout=2) as response:
+        with urllib.request.urlopen(
+            f"{url}/readyz?exclude=watch-cache", context=context, timeout=2
+        ) as response:
             return bool(response.status == 200)
 
     def _etcd_ports(self) -> tuple[int, int]:

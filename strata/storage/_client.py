@@ -4,15 +4,17 @@ channel, which may lead to the storage service or to the cacher.
 Unary operations go over the Pipeline stream by default (one gRPC call per
 operation costs more than the operation itself in Python gRPC); pipelined
 calls carry their own trace context and open a CLIENT span when sampled, as
-gRPC instrumentation would. Watches are ordinary server streams.
+gRPC instrumentation would. Watches are ordinary server streams, or many on one WatchStream.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Awaitable
+import asyncio
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Sequence
 from typing import Any, TypeVar
 
 import grpc
+from opentelemetry import context as otel_context
 
 from strata import telemetry
 from strata.proto.storage.v1 import storage_pb2, storage_pb2_grpc
@@ -44,6 +46,19 @@ def predicate_message(predicate: Predicate) -> storage_pb2.Predicate:
     )
 
 
+def watch_request(key: str, opts: WatchOptions) -> storage_pb2.WatchRequest:
+    return storage_pb2.WatchRequest(
+        key=key,
+        recursive=opts.recursive,
+        resource_version=opts.resource_version,
+        predicate=predicate_message(opts.predicate),
+        progress_notify=opts.progress_notify,
+        send_initial_events=opts.send_initial_events,
+        timeout_seconds=opts.timeout_seconds,
+        progress_interval_seconds=opts.progress_interval_seconds,
+    )
+
+
 def _list_result(response: storage_pb2.ListResponse) -> ListResult:
     return ListResult(
         items=list(response.items),
@@ -53,6 +68,44 @@ def _list_result(response: storage_pb2.ListResponse) -> ListResult:
         if response.HasField("remaining_item_count")
         else None,
     )
+
+
+class WatchStreamCall:
+    """The client end of one Storage/WatchStream: open and cancel watches under
+    ids the caller picks, and read the frames that come back."""
+
+    def __init__(self, stub: storage_pb2_grpc.StorageAsyncStub) -> None:
+        self._outgoing: asyncio.Queue[storage_pb2.WatchStreamRequest | None] = asyncio.Queue()
+        # Opened outside any trace: the stream belongs to no single request.
+        token = otel_context.attach(otel_context.Context())
+        try:
+            self._call = stub.WatchStream(self._requests())
+        finally:
+            otel_context.detach(token)
+
+    async def _requests(self) -> AsyncIterator[storage_pb2.WatchStreamRequest]:
+        while (message := await self._outgoing.get()) is not None:
+            yield message
+
+    def open(self, watch_id: int, key: str, opts: WatchOptions) -> None:
+        opened = storage_pb2.OpenWatch(id=watch_id, watch=watch_request(key, opts))
+        self._outgoing.put_nowait(storage_pb2.WatchStreamRequest(open=opened))
+
+    def cancel(self, watch_id: int) -> None:
+        self._outgoing.put_nowait(storage_pb2.WatchStreamRequest(cancel=watch_id))
+
+    async def frames(self) -> AsyncIterator[Sequence[storage_pb2.WatchFrame]]:
+        """Batches of frames until the stream ends; a broken stream raises the
+        storage error it stands for."""
+        try:
+            async for message in self._call:
+                yield message.frames
+        except grpc.aio.AioRpcError as e:
+            raise restore(e) from None
+
+    def close(self) -> None:
+        self._outgoing.put_nowait(None)
+        self._call.cancel()
 
 
 class GrpcStorage:
@@ -124,18 +177,7 @@ class GrpcStorage:
     async def watch(
         self, key: str, opts: WatchOptions = WatchOptions()
     ) -> AsyncGenerator[storage_pb2.WatchEvent, None]:
-        call = self._stub.Watch(
-            storage_pb2.WatchRequest(
-                key=key,
-                recursive=opts.recursive,
-                resource_version=opts.resource_version,
-                predicate=predicate_message(opts.predicate),
-                progress_notify=opts.progress_notify,
-                send_initial_events=opts.send_initial_events,
-                timeout_seconds=opts.timeout_seconds,
-                progress_interval_seconds=opts.progress_interval_seconds,
-            )
-        )
+        call = self._stub.Watch(watch_request(key, opts))
         try:
             async for event in call:
                 yield event
@@ -143,6 +185,10 @@ class GrpcStorage:
             raise restore(e) from None
         finally:
             call.cancel()
+
+    def watch_stream(self) -> WatchStreamCall:
+        """A new WatchStream: many watches on one stream, each event sent once."""
+        return WatchStreamCall(self._stub)
 
     async def current_revision(self) -> int:
         request = storage_pb2.CurrentRevisionRequest()

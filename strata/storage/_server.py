@@ -29,6 +29,7 @@ from strata.storage._interface import (
     Storage,
     WatchOptions,
 )
+from strata.storage._watch_stream import serve_watch_stream
 from strata.storage._wire import SERVICE_NAME, abort, failure
 
 Context = grpc.aio.ServicerContext[object, object]
@@ -183,11 +184,9 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
     ) -> storage_pb2.CompactResponse:
         return await _answer(context, self._compact(request))
 
-    async def Watch(  # type: ignore[override]  # yields WatchEvents as bytes: see add_to_server
-        self, request: storage_pb2.WatchRequest, context: Context
-    ) -> AsyncIterator[bytes]:
-        """Yields encoded WatchEvents: an implementation that encodes each event once
-        for all its watchers (EncodedWatches) has its bytes sent as they are."""
+    def _encoded_watch(self, request: storage_pb2.WatchRequest) -> AsyncGenerator[bytes, None]:
+        """The watch's encoded WatchEvents: an implementation that encodes each event
+        once for all its watchers (EncodedWatches) has its bytes passed on as they are."""
         options = WatchOptions(
             resource_version=request.resource_version,
             recursive=request.recursive,
@@ -198,11 +197,14 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
             progress_interval_seconds=request.progress_interval_seconds,
         )
         storage = self._storage
-        events: AsyncGenerator[bytes, None] = (
-            storage.watch_encoded(request.key, options)
-            if isinstance(storage, EncodedWatches)
-            else _encoded(storage.watch(request.key, options))
-        )
+        if isinstance(storage, EncodedWatches):
+            return storage.watch_encoded(request.key, options)
+        return _encoded(storage.watch(request.key, options))
+
+    async def Watch(  # type: ignore[override]  # yields WatchEvents as bytes: see add_to_server
+        self, request: storage_pb2.WatchRequest, context: Context
+    ) -> AsyncIterator[bytes]:
+        events = self._encoded_watch(request)
         try:
             async for event in events:
                 yield event
@@ -210,6 +212,16 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
             await abort(context, e)
         finally:
             await events.aclose()
+
+    async def WatchStream(  # type: ignore[override]  # yields WatchFrames as bytes: see add_to_server
+        self, request_iterator: AsyncIterator[storage_pb2.WatchStreamRequest], context: Context
+    ) -> AsyncIterator[bytes]:
+        frames = serve_watch_stream(request_iterator, self._encoded_watch)
+        try:
+            async for message in frames:
+                yield message
+        finally:
+            await frames.aclose()
 
     # --- the pipeline ------------------------------------------------------------
 
@@ -265,7 +277,7 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
         reader = asyncio.create_task(read())
         try:
             async for batch in batches(results, len):
-                yield wire.results(batch)
+                yield wire.repeated(batch)
         finally:
             reader.cancel()
             for task in list(running):
@@ -288,7 +300,7 @@ class _Capture:
 
 
 def add_to_server(servicer: StorageServicer, server: grpc.aio.Server) -> None:
-    """Register servicer as strata.storage.v1.Storage, its Pipeline and Watch
+    """Register servicer as strata.storage.v1.Storage, its Pipeline and watches
     answering with the wire bytes they write themselves."""
     capture = _Capture()
     storage_pb2_grpc.add_StorageServicer_to_server(servicer, cast(Any, capture))
@@ -301,6 +313,11 @@ def add_to_server(servicer: StorageServicer, server: grpc.aio.Server) -> None:
     handlers["Watch"] = grpc.unary_stream_rpc_method_handler(
         servicer.Watch,
         request_deserializer=storage_pb2.WatchRequest.FromString,
+        response_serializer=wire.identity,
+    )
+    handlers["WatchStream"] = grpc.stream_stream_rpc_method_handler(
+        servicer.WatchStream,
+        request_deserializer=storage_pb2.WatchStreamRequest.FromString,
         response_serializer=wire.identity,
     )
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))

@@ -72,10 +72,25 @@ def result(call_id: int, field: str, payload: bytes) -> bytes:
     )
 
 
-def results(encoded: list[bytes]) -> bytes:
-    """Results bytes holding the given Result bytes."""
+def repeated(encoded: list[bytes]) -> bytes:
+    """The bytes of a message whose field 1 repeats the given messages (Results of
+    Result bytes, WatchFrames of WatchFrame bytes)."""
     key = _key(1, _LEN)
     return b"".join(key + varint(len(r)) + r for r in encoded)
+
+
+def watch_frame(
+    ids: list[int], event: bytes | None = None, *, ended: bool = False, failure: bytes = b""
+) -> bytes:
+    """WatchFrame bytes: the watch ids, then an encoded WatchEvent or the end."""
+    parts = [_length_delimited(1, b"".join(varint(i) for i in ids))]
+    if event is not None:
+        parts.append(_length_delimited(2, event))
+    if ended:
+        parts.append(_key(3, _VARINT) + varint(1))
+    if failure:
+        parts.append(_length_delimited(4, failure))
+    return b"".join(parts)
 
 
 def identity(data: bytes) -> bytes:

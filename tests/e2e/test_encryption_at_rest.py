@@ -142,6 +142,10 @@ def test_encryption_rotation_and_reencrypt(tmp_path: Path) -> None:
         assert missing.returncode != 0
         assert "InternalError" in missing.stderr or "Internal error" in missing.stderr
         assert "key2" in missing.stderr
+        # The configmaps cache cannot sync, and readiness says so.
+        ready = kubectl(system, "get", "--raw", "/readyz?verbose")
+        assert ready.returncode != 0
+        assert "[-]watch-cache failed: reason withheld" in ready.stdout + ready.stderr
     finally:
         system.stop()
 

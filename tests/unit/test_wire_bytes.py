@@ -49,7 +49,7 @@ def test_results_bytes_parse_back() -> None:
         wire.result(2**40, "count", storage_pb2.CountResponse(count=5).SerializeToString()),
         wire.result(4, "failure", storage_pb2.Failure(error="KeyNotFound").SerializeToString()),
     ]
-    parsed = storage_pb2.Results.FromString(wire.results(encoded))
+    parsed = storage_pb2.Results.FromString(wire.repeated(encoded))
     assert [r.id for r in parsed.results] == [1, 300, 2**40, 4]
     assert parsed.results[0].object == obj
     assert parsed.results[1].WhichOneof("response") == "compact"
@@ -61,3 +61,27 @@ def test_results_bytes_parse_back() -> None:
 def test_varints_match_protobuf(value: int) -> None:
     message = storage_pb2.ListResponse(remaining_item_count=value)  # optional: 0 is written too
     assert wire.varint(value) == message.SerializeToString()[1:]
+
+
+def test_watch_frames_bytes_parse_back() -> None:
+    event = storage_pb2.WatchEvent(
+        type=storage_pb2.WatchEvent.ADDED, object=_objects(1)[0], resource_version=9
+    )
+    failure = storage_pb2.Failure(error="Expired", message="too old", key="/k")
+    encoded = [
+        wire.watch_frame([1, 300, 2**40], event.SerializeToString()),
+        wire.watch_frame([7], ended=True),
+        wire.watch_frame([8, 9], ended=True, failure=failure.SerializeToString()),
+    ]
+    frames = storage_pb2.WatchFrames.FromString(wire.repeated(encoded)).frames
+    assert list(frames[0].ids) == [1, 300, 2**40] and frames[0].event == event
+    assert not frames[0].ended and not frames[0].HasField("failure")
+    assert list(frames[1].ids) == [7] and frames[1].ended and not frames[1].HasField("event")
+    assert list(frames[2].ids) == [8, 9] and frames[2].ended and frames[2].failure == failure
+    for message in frames:
+        assert message.SerializeToString() == wire.watch_frame(
+            list(message.ids),
+            message.event.SerializeToString() if message.HasField("event") else None,
+            ended=message.ended,
+            failure=message.failure.SerializeToString() if message.HasField("failure") else b"",
+        )

@@ -24,43 +24,51 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\'strata/proto/registry/v1/registry.proto\x12\x12strata.registry.v1\"R\n\x0bResourceRef\x12\r\n\x05group\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x10\n\x08resource\x18\x03 \x01(\t\x12\x11\n\tnamespace\x18\x04 \x01(\t\"\xac\x01\n\x0b\x41PIResource\x12\r\n\x05group\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x15\n\rsingular_name\x18\x04 \x01(\t\x12\x0c\n\x04kind\x18\x05 \x01(\t\x12\x12\n\nnamespaced\x18\x06 \x01(\x08\x12\r\n\x05verbs\x18\x07 \x03(\t\x12\x13\n\x0bshort_names\x18\x08 \x03(\t\x12\x12\n\ncategories\x18\t \x03(\t\"\x16\n\x14ListResourcesRequest\"K\n\x15ListResourcesResponse\x12\x32\n\tresources\x18\x01 \x03(\x0b\x32\x1f.strata.registry.v1.APIResource\":\n\x0eObjectResponse\x12\x0e\n\x06object\x18\x01 \x01(\x0c\x12\x18\n\x10resource_version\x18\x02 \x01(\x03\"P\n\rCreateRequest\x12\x31\n\x08resource\x18\x01 \x01(\x0b\x32\x1f.strata.registry.v1.ResourceRef\x12\x0c\n\x04\x62ody\x18\x02 \x01(\x0c\"5\n\tRendering\x12\x10\n\x08\x61s_table\x18\x01 \x01(\x08\x12\x16\n\x0einclude_object\x18\x02 \x01(\t\"\x99\x01\n\nGetRequest\x12\x31\n\x08resource\x18\x01 \x01(\x0b\x32\x1f.strata.registry.v1.ResourceRef\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x18\n\x10resource_version\x18\x03 \x01(\t\x12\x30\n\trendering\x18\x04 \x01(\x0b\x32\x1d.strata.registry.v1.Rendering\"\x9f\x02\n\x0bListOptions\x12\x16\n\x0elabel_selector\x18\x01 \x01(\t\x12\x16\n\x0e\x66ield_selector\x18\x02 \x01(\t\x12\x18\n\x10resource_version\x18\x03 \x01(\t\x12\x30\n\trendering\x18\x04 \x01(\x0b\x32\x1d.strata.registry.v1.Rendering\x12\r\n\x05limit\x18\x05 \x01(\x03\x12\x10\n\x08\x63ontinue\x18\x06 \x01(\t\x12\x1e\n\x16resource_version_match\x18\x07 \x01(\t\x12\x1d\n\x15\x61llow_watch_bookmarks\x18\x08 \x01(\x08\x12\x1b\n\x13send_initial_events\x18\t \x01(\x08\x12\x17\n\x0ftimeout_seconds\x18\n \x01(\x03\"r\n\x0bListRequest\x12\x31\n\x08resource\x18\x01 \x01(\x0b\x32\x1f.strata.registry.v1.ResourceRef\x12\x30\n\x07options\x18\x02 \x01(\x0b\x32\x1f.strata.registry.v1.ListOptions\"\x94\x01\n\x0cListResponse\x12\r\n\x05items\x18\x01 \x03(\x0c\x12\x18\n\x10resource_version\x18\x02 \x01(\x03\x12\r\n\x05table\x18\x03 \x01(\x0c\x12\x10\n\x08\x63ontinue\x18\x04 \x01(\t\x12!\n\x14remaining_item_count\x18\x05 \x01(\x03H\x00\x88\x01\x01\x42\x17\n\x15_remaining_item_count\"^\n\rUpdateRequest\x12\x31\n\x08resource\x18\x01 \x01(\x0b\x32\x1f.strata.registry.v1.ResourceRef\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0c\n\x04\x62ody\x18\x03 \x01(\x0c\"\x91\x01\n\rDeleteRequest\x12\x31\n\x08resource\x18\x01 \x01(\x0b\x32\x1f.strata.registry.v1.ResourceRef\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x18\n\x10precondition_uid\x18\x03 \x01(\t\x12%\n\x1dprecondition_resource_version\x18\x04 \x01(\t\"s\n\x0cWatchRequest\x12\x31\n\x08resource\x18\x01 \x01(\x0b\x32\x1f.strata.registry.v1.ResourceRef\x12\x30\n\x07options\x18\x02 \x01(\x0b\x32\x1f.strata.registry.v1.ListOptions\"*\n\nWatchEvent\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\x0c\x32\xc6\x04\n\x08Registry\x12\x64\n\rListResources\x12(.strata.registry.v1.ListResourcesRequest\x1a).strata.registry.v1.ListResourcesResponse\x12O\n\x06\x43reate\x12!.strata.registry.v1.CreateRequest\x1a\".strata.registry.v1.ObjectResponse\x12I\n\x03Get\x12\x1e.strata.registry.v1.GetRequest\x1a\".strata.registry.v1.ObjectResponse\x12I\n\x04List\x12\x1f.strata.registry.v1.ListRequest\x1a .strata.registry.v1.ListResponse\x12O\n\x06Update\x12!.strata.registry.v1.UpdateRequest\x1a\".strata.registry.v1.ObjectResponse\x12O\n\x06\x44\x65lete\x12!.strata.registry.v1.DeleteRequest\x1a\".strata.registry.v1.ObjectResponse\x12K\n\x05Watch\x12 .strata.registry.v1.WatchRequest\x1a\x1e.strata.registry.v1.WatchEvent0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\'strata/proto/registry/v1/registry.proto\x12\x12strata.registry.v1\"`\n\x12WatchStreamRequest\x12-\n\x04open\x18\x01 \x01(\x0b\x32\x1d.strata.registry.v1.OpenWatchH\x00\x12\x10\n\x06\x63\x61ncel\x18\x02 \x01(\x04H\x00\x42\t\n\x07request\"H\n\tOpenWatch\x12\n\n\x02id\x18\x01 \x01(\x04\x12/\n\x05watch\x18\x02 \x01(\x0b\x32 .strata.registry.v1.WatchRequest\"=\n\x0bWatchFrames\x12.\n\x06\x66rames\x18\x01 \x03(\x0b\x32\x1e.strata.registry.v1.WatchFrame\"\x8a\x01\n\nWatchFrame\x12\x0b\n\x03ids\x18\x01 \x03(\x04\x12\x11\n\x07started\x18\x02 \x01(\x08H\x00\x12\x11\n\x07refused\x18\x03 \x01(\x0cH\x00\x12/\n\x05\x65vent\x18\x04 \x01(\x0b\x32\x1e.strata.registry.v1.WatchEventH\x00\x12\x0f\n\x05\x65nded\x18\x05 \x01(\x08H\x00\x42\x07\n\x05\x66rame\"R\n\x0bResourceRef\x12\r\n\x05group\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x10\n\x08resource\x18\x03 \x01(\t\x12\x11\n\tnamespace\x18\x04 \x01(\t\"\xac\x01\n\x0b\x41PIResource\x12\r\n\x05group\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x15\n\rsingular_name\x18\x04 \x01(\t\x12\x0c\n\x04kind\x18\x05 \x01(\t\x12\x12\n\nnamespaced\x18\x06 \x01(\x08\x12\r\n\x05verbs\x18\x07 \x03(\t\x12\x13\n\x0bshort_names\x18\x08 \x03(\t\x12\x12\n\ncategories\x18\t \x03(\t\"\x16\n\x14ListResourcesRequest\"K\n\x15ListResourcesResponse\x12\x32\n\tresources\x18\x01 \x03(\x0b\x32\x1f.strata.registry.v1.APIResource\":\n\x0eObjectResponse\x12\x0e\n\x06object\x18\x01 \x01(\x0c\x12\x18\n\x10resource_version\x18\x02 \x01(\x03\"P\n\rCreateRequest\x12\x31\n\x08resource\x18\x01 \x01(\x0b\x32\x1f.strata.registry.v1.ResourceRef\x12\x0c\n\x04\x62ody\x18\x02 \x01(\x0c\"5\n\tRendering\x12\x10\n\x08\x61s_table\x18\x01 \x01(\x08\x12\x16\n\x0einclude_object\x18\x02 \x01(\t\"\x99\x01\n\nGetRequest\x12\x31\n\x08resource\x18\x01 \x01(\x0b\x32\x1f.strata.registry.v1.ResourceRef\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x18\n\x10resource_version\x18\x03 \x01(\t\x12\x30\n\trendering\x18\x04 \x01(\x0b\x32\x1d.strata.registry.v1.Rendering\"\x9f\x02\n\x0bListOptions\x12\x16\n\x0elabel_selector\x18\x01 \x01(\t\x12\x16\n\x0e\x66ield_selector\x18\x02 \x01(\t\x12\x18\n\x10resource_version\x18\x03 \x01(\t\x12\x30\n\trendering\x18\x04 \x01(\x0b\x32\x1d.strata.registry.v1.Rendering\x12\r\n\x05limit\x18\x05 \x01(\x03\x12\x10\n\x08\x63ontinue\x18\x06 \x01(\t\x12\x1e\n\x16resource_version_match\x18\x07 \x01(\t\x12\x1d\n\x15\x61llow_watch_bookmarks\x18\x08 \x01(\x08\x12\x1b\n\x13send_initial_events\x18\t \x01(\x08\x12\x17\n\x0ftimeout_seconds\x18\n \x01(\x03\"r\n\x0bListRequest\x12\x31\n\x08resource\x18\x01 \x01(\x0b\x32\x1f.strata.registry.v1.ResourceRef\x12\x30\n\x07options\x18\x02 \x01(\x0b\x32\x1f.strata.registry.v1.ListOptions\"\x94\x01\n\x0cListResponse\x12\r\n\x05items\x18\x01 \x03(\x0c\x12\x18\n\x10resource_version\x18\x02 \x01(\x03\x12\r\n\x05table\x18\x03 \x01(\x0c\x12\x10\n\x08\x63ontinue\x18\x04 \x01(\t\x12!\n\x14remaining_item_count\x18\x05 \x01(\x03H\x00\x88\x01\x01\x42\x17\n\x15_remaining_item_count\"^\n\rUpdateRequest\x12\x31\n\x08resource\x18\x01 \x01(\x0b\x32\x1f.strata.registry.v1.ResourceRef\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0c\n\x04\x62ody\x18\x03 \x01(\x0c\"\x91\x01\n\rDeleteRequest\x12\x31\n\x08resource\x18\x01 \x01(\x0b\x32\x1f.strata.registry.v1.ResourceRef\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x18\n\x10precondition_uid\x18\x03 \x01(\t\x12%\n\x1dprecondition_resource_version\x18\x04 \x01(\t\"s\n\x0cWatchRequest\x12\x31\n\x08resource\x18\x01 \x01(\x0b\x32\x1f.strata.registry.v1.ResourceRef\x12\x30\n\x07options\x18\x02 \x01(\x0b\x32\x1f.strata.registry.v1.ListOptions\"*\n\nWatchEvent\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\x0c\x32\xd5\x04\n\x08Registry\x12\x64\n\rListResources\x12(.strata.registry.v1.ListResourcesRequest\x1a).strata.registry.v1.ListResourcesResponse\x12O\n\x06\x43reate\x12!.strata.registry.v1.CreateRequest\x1a\".strata.registry.v1.ObjectResponse\x12I\n\x03Get\x12\x1e.strata.registry.v1.GetRequest\x1a\".strata.registry.v1.ObjectResponse\x12I\n\x04List\x12\x1f.strata.registry.v1.ListRequest\x1a .strata.registry.v1.ListResponse\x12O\n\x06Update\x12!.strata.registry.v1.UpdateRequest\x1a\".strata.registry.v1.ObjectResponse\x12O\n\x06\x44\x65lete\x12!.strata.registry.v1.DeleteRequest\x1a\".strata.registry.v1.ObjectResponse\x12Z\n\x0bWatchStream\x12&.strata.registry.v1.WatchStreamRequest\x1a\x1f.strata.registry.v1.WatchFrames(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'strata.proto.registry.v1.registry_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_RESOURCEREF']._serialized_start=63
-  _globals['_RESOURCEREF']._serialized_end=145
-  _globals['_APIRESOURCE']._serialized_start=148
-  _globals['_APIRESOURCE']._serialized_end=320
-  _globals['_LISTRESOURCESREQUEST']._serialized_start=322
-  _globals['_LISTRESOURCESREQUEST']._serialized_end=344
-  _globals['_LISTRESOURCESRESPONSE']._serialized_start=346
-  _globals['_LISTRESOURCESRESPONSE']._serialized_end=421
-  _globals['_OBJECTRESPONSE']._serialized_start=423
-  _globals['_OBJECTRESPONSE']._serialized_end=481
-  _globals['_CREATEREQUEST']._serialized_start=483
-  _globals['_CREATEREQUEST']._serialized_end=563
-  _globals['_RENDERING']._serialized_start=565
-  _globals['_RENDERING']._serialized_end=618
-  _globals['_GETREQUEST']._serialized_start=621
-  _globals['_GETREQUEST']._serialized_end=774
-  _globals['_LISTOPTIONS']._serialized_start=777
-  _globals['_LISTOPTIONS']._serialized_end=1064
-  _globals['_LISTREQUEST']._serialized_start=1066
-  _globals['_LISTREQUEST']._serialized_end=1180
-  _globals['_LISTRESPONSE']._serialized_start=1183
-  _globals['_LISTRESPONSE']._serialized_end=1331
-  _globals['_UPDATEREQUEST']._serialized_start=1333
-  _globals['_UPDATEREQUEST']._serialized_end=1427
-  _globals['_DELETEREQUEST']._serialized_start=1430
-  _globals['_DELETEREQUEST']._serialized_end=1575
-  _globals['_WATCHREQUEST']._serialized_start=1577
-  _globals['_WATCHREQUEST']._serialized_end=1692
-  _globals['_WATCHEVENT']._serialized_start=1694
-  _globals['_WATCHEVENT']._serialized_end=1736
-  _globals['_REGISTRY']._serialized_start=1739
-  _globals['_REGISTRY']._serialized_end=2321
+  _globals['_WATCHSTREAMREQUEST']._serialized_start=63
+  _globals['_WATCHSTREAMREQUEST']._serialized_end=159
+  _globals['_OPENWATCH']._serialized_start=161
+  _globals['_OPENWATCH']._serialized_end=233
+  _globals['_WATCHFRAMES']._serialized_start=235
+  _globals['_WATCHFRAMES']._serialized_end=296
+  _globals['_WATCHFRAME']._serialized_start=299
+  _globals['_WATCHFRAME']._serialized_end=437
+  _globals['_RESOURCEREF']._serialized_start=439
+  _globals['_RESOURCEREF']._serialized_end=521
+  _globals['_APIRESOURCE']._serialized_start=524
+  _globals['_APIRESOURCE']._serialized_end=696
+  _globals['_LISTRESOURCESREQUEST']._serialized_start=698
+  _globals['_LISTRESOURCESREQUEST']._serialized_end=720
+  _globals['_LISTRESOURCESRESPONSE']._serialized_start=722
+  _globals['_LISTRESOURCESRESPONSE']._serialized_end=797
+  _globals['_OBJECTRESPONSE']._serialized_start=799
+  _globals['_OBJECTRESPONSE']._serialized_end=857
+  _globals['_CREATEREQUEST']._serialized_start=859
+  _globals['_CREATEREQUEST']._serialized_end=939
+  _globals['_RENDERING']._serialized_start=941
+  _globals['_RENDERING']._serialized_end=994
+  _globals['_GETREQUEST']._serialized_start=997
+  _globals['_GETREQUEST']._serialized_end=1150
+  _globals['_LISTOPTIONS']._serialized_start=1153
+  _globals['_LISTOPTIONS']._serialized_end=1440
+  _globals['_LISTREQUEST']._serialized_start=1442
+  _globals['_LISTREQUEST']._serialized_end=1556
+  _globals['_LISTRESPONSE']._serialized_start=1559
+  _globals['_LISTRESPONSE']._serialized_end=1707
+  _globals['_UPDATEREQUEST']._serialized_start=1709
+  _globals['_UPDATEREQUEST']._serialized_end=1803
+  _globals['_DELETEREQUEST']._serialized_start=1806
+  _globals['_DELETEREQUEST']._serialized_end=1951
+  _globals['_WATCHREQUEST']._serialized_start=1953
+  _globals['_WATCHREQUEST']._serialized_end=2068
+  _globals['_WATCHEVENT']._serialized_start=2070
+  _globals['_WATCHEVENT']._serialized_end=2112
+  _globals['_REGISTRY']._serialized_start=2115
+  _globals['_REGISTRY']._serialized_end=2712
 # @@protoc_insertion_point(module_scope)

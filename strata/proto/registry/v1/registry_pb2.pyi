@@ -23,6 +23,115 @@ else:
 DESCRIPTOR: _descriptor.FileDescriptor
 
 @_typing.final
+class WatchStreamRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    OPEN_FIELD_NUMBER: _builtins.int
+    CANCEL_FIELD_NUMBER: _builtins.int
+    cancel: _builtins.int
+    """The id of a watch to end; no frame answers it."""
+    @_builtins.property
+    def open(self) -> Global___OpenWatch: ...
+    def __init__(
+        self,
+        *,
+        open: Global___OpenWatch | None = ...,
+        cancel: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["cancel", b"cancel", "open", b"open", "request", b"request"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cancel", b"cancel", "open", b"open", "request", b"request"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_request: _TypeAlias = _typing.Literal["open", "cancel"]  # noqa: Y015
+    _WhichOneofArgType_request: _TypeAlias = _typing.Literal["request", b"request"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_request) -> _WhichOneofReturnType_request | None: ...
+
+Global___WatchStreamRequest: _TypeAlias = WatchStreamRequest  # noqa: Y015
+
+@_typing.final
+class OpenWatch(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    WATCH_FIELD_NUMBER: _builtins.int
+    id: _builtins.int
+    @_builtins.property
+    def watch(self) -> Global___WatchRequest: ...
+    def __init__(
+        self,
+        *,
+        id: _builtins.int = ...,
+        watch: Global___WatchRequest | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["watch", b"watch"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["id", b"id", "watch", b"watch"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___OpenWatch: _TypeAlias = OpenWatch  # noqa: Y015
+
+@_typing.final
+class WatchFrames(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FRAMES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def frames(self) -> _containers.RepeatedCompositeFieldContainer[Global___WatchFrame]: ...
+    def __init__(
+        self,
+        *,
+        frames: _abc.Iterable[Global___WatchFrame] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["frames", b"frames"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WatchFrames: _TypeAlias = WatchFrames  # noqa: Y015
+
+@_typing.final
+class WatchFrame(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    IDS_FIELD_NUMBER: _builtins.int
+    STARTED_FIELD_NUMBER: _builtins.int
+    REFUSED_FIELD_NUMBER: _builtins.int
+    EVENT_FIELD_NUMBER: _builtins.int
+    ENDED_FIELD_NUMBER: _builtins.int
+    started: _builtins.bool
+    """The watches were accepted: the gateway answers 200 and streams events."""
+    refused: _builtins.bytes
+    """The watch was refused before it started: the Kubernetes Status as JSON."""
+    ended: _builtins.bool
+    """The watches in ids are over."""
+    @_builtins.property
+    def ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    @_builtins.property
+    def event(self) -> Global___WatchEvent:
+        """The same event for every watch in ids (an ERROR event carries a Status)."""
+
+    def __init__(
+        self,
+        *,
+        ids: _abc.Iterable[_builtins.int] | None = ...,
+        started: _builtins.bool = ...,
+        refused: _builtins.bytes = ...,
+        event: Global___WatchEvent | None = ...,
+        ended: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["ended", b"ended", "event", b"event", "frame", b"frame", "refused", b"refused", "started", b"started"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ended", b"ended", "event", b"event", "frame", b"frame", "ids", b"ids", "refused", b"refused", "started", b"started"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_frame: _TypeAlias = _typing.Literal["started", "refused", "event", "ended"]  # noqa: Y015
+    _WhichOneofArgType_frame: _TypeAlias = _typing.Literal["frame", b"frame"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_frame) -> _WhichOneofReturnType_frame | None: ...
+
+Global___WatchFrame: _TypeAlias = WatchFrame  # noqa: Y015
+
+@_typing.final
 class ResourceRef(_message.Message):
     """Which resource a request is about."""
 

@@ -64,10 +64,10 @@ class RegistryStub:
                 request_serializer=strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.DeleteRequest.SerializeToString,
                 response_deserializer=strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.ObjectResponse.FromString,
                 _registered_method=True)
-        self.Watch = channel.unary_stream(
-                '/strata.registry.v1.Registry/Watch',
-                request_serializer=strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.WatchRequest.SerializeToString,
-                response_deserializer=strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.WatchEvent.FromString,
+        self.WatchStream = channel.stream_stream(
+                '/strata.registry.v1.Registry/WatchStream',
+                request_serializer=strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.WatchStreamRequest.SerializeToString,
+                response_deserializer=strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.WatchFrames.FromString,
                 _registered_method=True)
 
 
@@ -111,8 +111,11 @@ class RegistryServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def Watch(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+    def WatchStream(self, request_iterator, context):
+        """Watches, many on one stream (the gateway's, for all its clients). Watches are
+        opened under ids the gateway picks and cancelled by id; each event goes
+        once with the ids of every watch that gets it, and frames are batched.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -150,10 +153,10 @@ def add_RegistryServicer_to_server(servicer, server):
                     request_deserializer=strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.DeleteRequest.FromString,
                     response_serializer=strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.ObjectResponse.SerializeToString,
             ),
-            'Watch': grpc.unary_stream_rpc_method_handler(
-                    servicer.Watch,
-                    request_deserializer=strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.WatchRequest.FromString,
-                    response_serializer=strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.WatchEvent.SerializeToString,
+            'WatchStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.WatchStream,
+                    request_deserializer=strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.WatchStreamRequest.FromString,
+                    response_serializer=strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.WatchFrames.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -329,7 +332,7 @@ class Registry:
             _registered_method=True)
 
     @staticmethod
-    def Watch(request,
+    def WatchStream(request_iterator,
             target,
             options=(),
             channel_credentials=None,
@@ -339,12 +342,12 @@ class Registry:
             wait_for_ready=None,
             timeout=None,
             metadata=None):
-        return grpc.experimental.unary_stream(
-            request,
+        return grpc.experimental.stream_stream(
+            request_iterator,
             target,
-            '/strata.registry.v1.Registry/Watch',
-            strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.WatchRequest.SerializeToString,
-            strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.WatchEvent.FromString,
+            '/strata.registry.v1.Registry/WatchStream',
+            strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.WatchStreamRequest.SerializeToString,
+            strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.WatchFrames.FromString,
             options,
             channel_credentials,
             insecure,

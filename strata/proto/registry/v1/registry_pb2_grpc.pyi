@@ -42,7 +42,11 @@ class RegistryStub:
     List: _grpc.UnaryUnaryMultiCallable[_registry_pb2.ListRequest, _registry_pb2.ListResponse]
     Update: _grpc.UnaryUnaryMultiCallable[_registry_pb2.UpdateRequest, _registry_pb2.ObjectResponse]
     Delete: _grpc.UnaryUnaryMultiCallable[_registry_pb2.DeleteRequest, _registry_pb2.ObjectResponse]
-    Watch: _grpc.UnaryStreamMultiCallable[_registry_pb2.WatchRequest, _registry_pb2.WatchEvent]
+    WatchStream: _grpc.StreamStreamMultiCallable[_registry_pb2.WatchStreamRequest, _registry_pb2.WatchFrames]
+    """Watches, many on one stream (the gateway's, for all its clients). Watches are
+    opened under ids the gateway picks and cancelled by id; each event goes
+    once with the ids of every watch that gets it, and frames are batched.
+    """
 
 @_typing.type_check_only
 class RegistryAsyncStub(RegistryStub):
@@ -54,7 +58,11 @@ class RegistryAsyncStub(RegistryStub):
     List: _aio.UnaryUnaryMultiCallable[_registry_pb2.ListRequest, _registry_pb2.ListResponse]  # type: ignore[assignment]
     Update: _aio.UnaryUnaryMultiCallable[_registry_pb2.UpdateRequest, _registry_pb2.ObjectResponse]  # type: ignore[assignment]
     Delete: _aio.UnaryUnaryMultiCallable[_registry_pb2.DeleteRequest, _registry_pb2.ObjectResponse]  # type: ignore[assignment]
-    Watch: _aio.UnaryStreamMultiCallable[_registry_pb2.WatchRequest, _registry_pb2.WatchEvent]  # type: ignore[assignment]
+    WatchStream: _aio.StreamStreamMultiCallable[_registry_pb2.WatchStreamRequest, _registry_pb2.WatchFrames]  # type: ignore[assignment]
+    """Watches, many on one stream (the gateway's, for all its clients). Watches are
+    opened under ids the gateway picks and cancelled by id; each event goes
+    once with the ids of every watch that gets it, and frames are batched.
+    """
 
 class RegistryServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -101,10 +109,14 @@ class RegistryServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_registry_pb2.ObjectResponse, _abc.Awaitable[_registry_pb2.ObjectResponse]]: ...
 
     @_abc_1.abstractmethod
-    def Watch(
+    def WatchStream(
         self,
-        request: _registry_pb2.WatchRequest,
+        request_iterator: _MaybeAsyncIterator[_registry_pb2.WatchStreamRequest],
         context: _ServicerContext,
-    ) -> _typing.Union[_abc.Iterator[_registry_pb2.WatchEvent], _abc.AsyncIterator[_registry_pb2.WatchEvent]]: ...
+    ) -> _typing.Union[_abc.Iterator[_registry_pb2.WatchFrames], _abc.AsyncIterator[_registry_pb2.WatchFrames]]:
+        """Watches, many on one stream (the gateway's, for all its clients). Watches are
+        opened under ids the gateway picks and cancelled by id; each event goes
+        once with the ids of every watch that gets it, and frames are batched.
+        """
 
 def add_RegistryServicer_to_server(servicer: RegistryServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

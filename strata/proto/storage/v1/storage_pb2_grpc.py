@@ -84,6 +84,11 @@ class StorageStub:
                 request_serializer=strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.Calls.SerializeToString,
                 response_deserializer=strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.Results.FromString,
                 _registered_method=True)
+        self.WatchStream = channel.stream_stream(
+                '/strata.storage.v1.Storage/WatchStream',
+                request_serializer=strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.WatchStreamRequest.SerializeToString,
+                response_deserializer=strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.WatchFrames.FromString,
+                _registered_method=True)
 
 
 class StorageServicer:
@@ -157,6 +162,16 @@ class StorageServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WatchStream(self, request_iterator, context):
+        """Many watches on one stream, for a client that serves many watchers (the
+        registry). The client opens watches under ids it picks and cancels them by
+        id; each event goes once, with the ids of every watch on the stream that
+        gets it in that form, and frames are batched.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_StorageServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -209,6 +224,11 @@ def add_StorageServicer_to_server(servicer, server):
                     servicer.Pipeline,
                     request_deserializer=strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.Calls.FromString,
                     response_serializer=strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.Results.SerializeToString,
+            ),
+            'WatchStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.WatchStream,
+                    request_deserializer=strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.WatchStreamRequest.FromString,
+                    response_serializer=strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.WatchFrames.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -481,6 +501,33 @@ class Storage:
             '/strata.storage.v1.Storage/Pipeline',
             strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.Calls.SerializeToString,
             strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.Results.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WatchStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/strata.storage.v1.Storage/WatchStream',
+            strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.WatchStreamRequest.SerializeToString,
+            strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.WatchFrames.FromString,
             options,
             channel_credentials,
             insecure,

@@ -59,6 +59,12 @@ class StorageStub:
     busy clients (the cacher, the registry) multiplex over this instead. Each
     Call carries its own trace context; results come back in any order.
     """
+    WatchStream: _grpc.StreamStreamMultiCallable[_storage_pb2.WatchStreamRequest, _storage_pb2.WatchFrames]
+    """Many watches on one stream, for a client that serves many watchers (the
+    registry). The client opens watches under ids it picks and cancels them by
+    id; each event goes once, with the ids of every watch on the stream that
+    gets it in that form, and frames are batched.
+    """
 
 @_typing.type_check_only
 class StorageAsyncStub(StorageStub):
@@ -81,6 +87,12 @@ class StorageAsyncStub(StorageStub):
     In Python gRPC the per-call overhead dwarfs the work of a storage call, so
     busy clients (the cacher, the registry) multiplex over this instead. Each
     Call carries its own trace context; results come back in any order.
+    """
+    WatchStream: _aio.StreamStreamMultiCallable[_storage_pb2.WatchStreamRequest, _storage_pb2.WatchFrames]  # type: ignore[assignment]
+    """Many watches on one stream, for a client that serves many watchers (the
+    registry). The client opens watches under ids it picks and cancels them by
+    id; each event goes once, with the ids of every watch on the stream that
+    gets it in that form, and frames are batched.
     """
 
 class StorageServicer(metaclass=_abc_1.ABCMeta):
@@ -161,6 +173,18 @@ class StorageServicer(metaclass=_abc_1.ABCMeta):
         In Python gRPC the per-call overhead dwarfs the work of a storage call, so
         busy clients (the cacher, the registry) multiplex over this instead. Each
         Call carries its own trace context; results come back in any order.
+        """
+
+    @_abc_1.abstractmethod
+    def WatchStream(
+        self,
+        request_iterator: _MaybeAsyncIterator[_storage_pb2.WatchStreamRequest],
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_storage_pb2.WatchFrames], _abc.AsyncIterator[_storage_pb2.WatchFrames]]:
+        """Many watches on one stream, for a client that serves many watchers (the
+        registry). The client opens watches under ids it picks and cancels them by
+        id; each event goes once, with the ids of every watch on the stream that
+        gets it in that form, and frames are batched.
         """
 
 def add_StorageServicer_to_server(servicer: StorageServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

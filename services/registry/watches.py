@@ -1,0 +1,167 @@
+"""Registry/WatchStream: all of a gateway's watches on one stream, carried on
+one storage WatchStream under the same ids.
+
+The storage sends an event once for every watch that gets it; here it is
+turned into its Kubernetes form once per resource and rendering, and sent on
+once with the ids of all those watches, so a thousand watchers of one
+namespace cost one message per event on each hop, not a thousand.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from dataclasses import dataclass
+
+from services.registry.store import Rendering, Store, WatchItem
+from strata import telemetry
+from strata.api.errors import StatusError
+from strata.proto.registry.v1 import registry_pb2
+from strata.proto.storage.v1 import storage_pb2
+from strata.storage import GrpcStorage, StorageError, WatchOptions
+from strata.storage._client import WatchStreamCall
+from strata.storage._wire import from_failure
+
+Frame = registry_pb2.WatchFrame
+log = telemetry.get_logger("strata.registry.watches")
+
+
+@dataclass(frozen=True)
+class _Route:
+    """How a watch's events are rendered; watches with equal routes share frames."""
+
+    store: Store
+    rendering: Rendering
+
+
+# A watch request's route, storage key and storage watch options.
+_Opened = tuple[_Route, str, WatchOptions]
+
+
+def _event_frame(ids: list[int], item: WatchItem) -> Frame:
+    return Frame(ids=ids, event=registry_pb2.WatchEvent(type=item.type, object=item.object))
+
+
+class _Session:
+    """One gateway stream: its open watches and the frames waiting to go."""
+
+    def __init__(
+        self, storage: WatchStreamCall, target: Callable[[registry_pb2.WatchRequest], _Opened]
+    ) -> None:
+        self.storage = storage
+        self._target = target
+        self.routes: dict[int, _Route] = {}
+        self.outbox: list[Frame] = []
+        self.ready = asyncio.Event()
+
+    def put(self, frame: Frame) -> None:
+        self.outbox.append(frame)
+        self.ready.set()
+
+    def open(self, opened: registry_pb2.OpenWatch) -> None:
+        try:
+            route, key, options = self._target(opened.watch)
+        except StatusError as e:
+            self.put(Frame(ids=[opened.id], refused=e.to_json()))
+            return
+        self.routes[opened.id] = route
+        self.storage.open(opened.id, key, options)
+        self.put(Frame(ids=[opened.id], started=True))
+
+    def cancel(self, watch_id: int) -> None:
+        if self.routes.pop(watch_id, None) is not None:
+            self.storage.cancel(watch_id)
+
+    def relay(self, frame: storage_pb2.WatchFrame) -> None:
+        groups: dict[_Route, list[int]] = {}
+        for watch_id in frame.ids:
+            route = self.routes.get(watch_id)
+            if route is not None:
+                groups.setdefault(route, []).append(watch_id)
+        for route, ids in groups.items():
+            if frame.HasField("event"):
+                self.put(_event_frame(ids, route.store.watch_item(frame.event, route.rendering)))
+            if frame.ended:
+                if frame.HasField("failure"):
+                    error = route.store.watch_error(from_failure(frame.failure))
+                    self.put(_event_frame(ids, error))
+                self.put(Frame(ids=ids, ended=True))
+                for watch_id in ids:
+                    del self.routes[watch_id]
+
+    def end_all(self) -> None:
+        """End every open watch cleanly: its client resumes from its last event."""
+        if self.routes:
+            self.put(Frame(ids=list(self.routes), ended=True))
+            self.routes.clear()
+
+
+async def serve_watches(
+    requests: AsyncIterator[registry_pb2.WatchStreamRequest],
+    storage: GrpcStorage,
+    store_of: Callable[[registry_pb2.ResourceRef], Store],
+) -> AsyncGenerator[registry_pb2.WatchFrames, None]:
+    """WatchFrames for the watches requests open, until the gateway stops sending
+    or the storage stream breaks (then every watch ends and the gateway opens a
+    new stream)."""
+
+    def target(request: registry_pb2.WatchRequest) -> _Opened:
+        store = store_of(request.resource)
+        options = request.options
+        selection = store.selection(
+            request.resource.namespace, options.label_selector, options.field_selector
+        )
+        rendering = Rendering(
+            as_table=options.rendering.as_table,
+            include_object=options.rendering.include_object,
+        )
+        key, watch_options = store.watch_target(
+            selection,
+            options.resource_version,
+            rendering,
+            bookmarks=options.allow_watch_bookmarks,
+            send_initial_events=options.send_initial_events,
+            timeout_seconds=options.timeout_seconds,
+        )
+        return _Route(store, rendering), key, watch_options
+
+    session = _Session(storage.watch_stream(), target)
+    open_ = True
+
+    async def from_gateway() -> None:
+        nonlocal open_
+        try:
+            async for message in requests:
+                if message.WhichOneof("request") == "open":
+                    session.open(message.open)
+                else:
+                    session.cancel(message.cancel)
+        finally:
+            open_ = False
+            session.ready.set()
+
+    async def from_storage() -> None:
+        nonlocal open_
+        try:
+            async for frames in session.storage.frames():
+                for frame in frames:
+                    session.relay(frame)
+        except StorageError as e:
+            log.warning("storage watch stream broke", error=str(e))
+        finally:
+            session.end_all()
+            open_ = False
+            session.ready.set()
+
+    tasks = [asyncio.create_task(from_gateway()), asyncio.create_task(from_storage())]
+    try:
+        while open_ or session.outbox:
+            await session.ready.wait()
+            session.ready.clear()
+            frames, session.outbox = session.outbox, []
+            if frames:
+                yield registry_pb2.WatchFrames(frames=frames)
+    finally:
+        for task in tasks:
+            task.cancel()
+        session.storage.close()
