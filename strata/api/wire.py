@@ -12,8 +12,6 @@ from strata.proto.registry.v1 import registry_pb2
 # the storage under it can answer (every watch cache has synced).
 REGISTRY_SERVICE_NAME: str = registry_pb2.DESCRIPTOR.services_by_name["Registry"].full_name
 STATUS_METADATA_KEY = "strata-status-bin"
-# Initial metadata of a Registry.Watch that was accepted.
-WATCH_STARTED = "strata-watch-started"
 
 _GRPC_CODES = {
     400: grpc.StatusCode.INVALID_ARGUMENT,
