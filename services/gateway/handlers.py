@@ -203,7 +203,9 @@ class ResourceHandlers:
             response = web.StreamResponse(status=200, headers={"Content-Type": JSON})
             response.enable_chunked_encoding()
             await response.prepare(request)
-            watch.attach(response, request.protocol)
+            if request.transport is None:  # the client has gone
+                return response
+            watch.attach(response, request.protocol, request.transport)
             try:
                 async with asyncio.timeout(timeout):
                     await asyncio.shield(watch.finished)

@@ -2,9 +2,9 @@
 
 Each event frame from the registry becomes one watch event line, written to
 every client the frame names without waiting on any of them. A client whose
-connection stops taking data gets a backlog of up to BACKLOG lines, written
-as it drains; past that its watch ends, and it resumes from its last event
-(kube's cacher treats a watcher that cannot keep up the same way).
+connection falls behind gets a backlog of up to BACKLOG lines, written by a
+task of its own as the connection drains; past that its watch ends, and it
+resumes from its last event (kube's cacher treats a slow watcher the same way).
 """
 
 from __future__ import annotations
@@ -26,6 +26,10 @@ from strata.api.wire import status_from_rpc_error
 from strata.proto.registry.v1 import registry_pb2, registry_pb2_grpc
 
 BACKLOG = 1024
+# A line goes straight out only while the connection's buffer stays under this:
+# far enough below the transport's high-water mark that the write cannot pause
+# it, so it never waits (aiohttp's write waits on a paused connection).
+DIRECT_BYTES = 32 * 1024
 log = telemetry.get_logger("strata.gateway.watches")
 
 
@@ -44,6 +48,7 @@ class ClientWatch:
         self.finished: asyncio.Future[None] = loop.create_future()
         self._response: web.StreamResponse | None = None
         self._protocol: BaseProtocol | None = None
+        self._transport: asyncio.WriteTransport | None = None
         self._backlog: deque[bytes] = deque()
         self._flusher: asyncio.Task[None] | None = None
         self.terminated = False
@@ -61,17 +66,29 @@ class ClientWatch:
             self._started.set_exception(refusal)
             self.finish()
 
-    def attach(self, response: web.StreamResponse, protocol: BaseProtocol) -> None:
+    def attach(
+        self,
+        response: web.StreamResponse,
+        protocol: BaseProtocol,
+        transport: asyncio.WriteTransport,
+    ) -> None:
         """Write to response from now on (lines that came before go first)."""
-        self._response, self._protocol = response, protocol
+        self._response, self._protocol, self._transport = response, protocol, transport
         if self._backlog:
             self._flush_later()
 
     async def send(self, line: bytes) -> None:
         if self.finished.done():
             return
-        response, protocol = self._response, self._protocol
-        if response is None or protocol is None or self._backlog or protocol.writing_paused:
+        response, protocol, transport = self._response, self._protocol, self._transport
+        if (
+            response is None
+            or protocol is None
+            or transport is None
+            or self._backlog
+            or protocol.writing_paused
+            or transport.get_write_buffer_size() + len(line) > DIRECT_BYTES
+        ):
             self._backlog.append(line)
             if len(self._backlog) > BACKLOG:
                 self.terminate()

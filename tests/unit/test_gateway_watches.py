@@ -3,12 +3,13 @@ client whose connection is paused pile up to BACKLOG, then its watch ends."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, cast
 
 from aiohttp import web
 from aiohttp.base_protocol import BaseProtocol
 
-from services.gateway.watches import BACKLOG, ClientWatch
+from services.gateway.watches import BACKLOG, DIRECT_BYTES, ClientWatch
 
 
 class Connection:
@@ -17,6 +18,10 @@ class Connection:
     def __init__(self) -> None:
         self.lines: list[bytes] = []
         self.writing_paused = False
+        self.buffered = 0
+
+    def get_write_buffer_size(self) -> int:
+        return self.buffered
 
     async def write(self, line: bytes) -> None:
         self.lines.append(line)
@@ -30,7 +35,11 @@ class NoStream:
 def watch_on(connection: Connection) -> ClientWatch:
     watch = ClientWatch(1, cast(Any, NoStream()))
     watch.start()
-    watch.attach(cast(web.StreamResponse, connection), cast(BaseProtocol, connection))
+    watch.attach(
+        cast(web.StreamResponse, connection),
+        cast(BaseProtocol, connection),
+        cast(asyncio.WriteTransport, connection),
+    )
     return watch
 
 
@@ -64,3 +73,13 @@ async def test_a_backlog_is_written_in_order_once_the_client_reads_again() -> No
     await watch.send(b"c\n")  # behind the backlog, never ahead of it
     await watch.drained()
     assert connection.lines == [b"a\n", b"b\n", b"c\n"]
+
+
+async def test_a_line_that_could_pause_the_connection_goes_through_the_backlog() -> None:
+    connection = Connection()
+    watch = watch_on(connection)
+    connection.buffered = DIRECT_BYTES  # nearly full: writing now could wait
+    await watch.send(b"late\n")
+    assert connection.lines == []  # not written by the sender itself
+    await watch.drained()
+    assert connection.lines == [b"late\n"]
