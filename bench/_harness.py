@@ -1,7 +1,8 @@
 """What the end-to-end benchmarks share: the whole system started as `make run`
 starts it (tracing on at the default sampling rate, exported over OTLP to a
-receiver in this process), an HTTPS session to its gateway, results written to
-bench/results/, and a percentile that reads the same in every report."""
+receiver in this process), an HTTPS session to its gateway, a process's CPU
+time, results written to bench/results/, and a percentile that reads the same in
+every report."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 
 @contextmanager
-def running_system(extra_env: dict[str, str] | None = None) -> Iterator[System]:
+def running_system() -> Iterator[System]:
     """etcd and the four services on loopback, stopped (by PID) on the way out."""
     otlp = OtlpReceiver()
     otlp.start()
@@ -40,7 +41,6 @@ def running_system(extra_env: dict[str, str] | None = None) -> Iterator[System]:
                 env={
                     "OTEL_EXPORTER_OTLP_ENDPOINT": otlp.endpoint,
                     "OTEL_EXPORTER_OTLP_INSECURE": "true",
-                    **(extra_env or {}),
                 },
             )
             system.start()
@@ -63,6 +63,12 @@ def gateway_session(
         connector=aiohttp.TCPConnector(ssl=context, limit=connections),
         timeout=aiohttp.ClientTimeout(total=None, sock_read=None),
     )
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of a process, all its threads (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def percentile(values: Sequence[float], p: float) -> float:

@@ -37,6 +37,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._harness import cpu_seconds
 from strata import service
 from strata.dev import OtlpReceiver, etcd_command, find_etcd, free_port
 from strata.etcd import Etcd, prefix_end
@@ -59,13 +60,6 @@ def value(name: str) -> bytes:
 
 
 Op = Callable[[int, int], Awaitable[None]]
-_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    """User plus system CPU time of a process, all its threads (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _TICKS
 
 
 async def rate(

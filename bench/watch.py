@@ -29,7 +29,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._harness import gateway_session, percentile, running_system, write_result
+from bench._harness import (
+    cpu_seconds,
+    gateway_session,
+    percentile,
+    running_system,
+    write_result,
+)
 from strata.dev import System
 
 NAME_MARK = b'"name":"ev-'
@@ -95,11 +101,6 @@ def _client(
     url: str, ca_file: str, token: str, path: str, count: int, events: int, queue: Queue[Any]
 ) -> None:
     asyncio.run(_watchers(url, ca_file, token, path, count, events, queue))
-
-
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def _write_events(
@@ -177,9 +178,9 @@ def run_round(
         assert message[0] == "ready", message
     opened_in = time.monotonic() - opened_at
     pids = {name: system.process(name).pid for name in SERVICES}
-    cpu_before = {name: _cpu_seconds(pid) for name, pid in pids.items()}
+    cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
     sent = asyncio.run(_write_events(system, namespace, events, interval))
-    cpu_after = {name: _cpu_seconds(pid) for name, pid in pids.items()}
+    cpu_after = {name: cpu_seconds(pid) for name, pid in pids.items()}
     latencies: list[float] = []
     missing = duplicates = 0
     failures: list[str] = []

@@ -13,11 +13,11 @@ import asyncio
 import itertools
 from collections import deque
 from collections.abc import AsyncIterator
+from typing import NamedTuple
 
 import grpc
 from aiohttp import web
 from aiohttp.base_protocol import BaseProtocol
-from opentelemetry import context as otel_context
 
 from strata import telemetry
 from strata.api import errors
@@ -30,11 +30,18 @@ BACKLOG = 1024
 # far enough below the transport's high-water mark that the write cannot pause
 # it, so it never waits (aiohttp's write waits on a paused connection).
 DIRECT_BYTES = 32 * 1024
-log = telemetry.get_logger("strata.gateway.watches")
 
 
 def event_line(event: registry_pb2.WatchEvent) -> bytes:
     return b'{"type":"' + event.type.encode() + b'","object":' + event.object + b"}\n"
+
+
+class _Connection(NamedTuple):
+    """Where a started watch's lines go."""
+
+    response: web.StreamResponse
+    protocol: BaseProtocol
+    transport: asyncio.WriteTransport
 
 
 class ClientWatch:
@@ -46,9 +53,7 @@ class ClientWatch:
         loop = asyncio.get_running_loop()
         self._started: asyncio.Future[None] = loop.create_future()
         self.finished: asyncio.Future[None] = loop.create_future()
-        self._response: web.StreamResponse | None = None
-        self._protocol: BaseProtocol | None = None
-        self._transport: asyncio.WriteTransport | None = None
+        self._connection: _Connection | None = None  # once the response has started
         self._backlog: deque[bytes] = deque()
         self._flusher: asyncio.Task[None] | None = None
         self.terminated = False
@@ -73,28 +78,27 @@ class ClientWatch:
         transport: asyncio.WriteTransport,
     ) -> None:
         """Write to response from now on (lines that came before go first)."""
-        self._response, self._protocol, self._transport = response, protocol, transport
+        self._connection = _Connection(response, protocol, transport)
         if self._backlog:
             self._flush_later()
 
     async def send(self, line: bytes) -> None:
         if self.finished.done():
             return
-        response, protocol, transport = self._response, self._protocol, self._transport
+        connection = self._connection
         if (
-            response is None
-            or protocol is None
-            or transport is None
+            connection is None
             or self._backlog
-            or protocol.writing_paused
-            or transport.get_write_buffer_size() + len(line) > DIRECT_BYTES
+            or connection.protocol.writing_paused
+            or connection.transport.get_write_buffer_size() + len(line) > DIRECT_BYTES
         ):
             self._backlog.append(line)
             if len(self._backlog) > BACKLOG:
                 self.terminate()
-            elif response is not None:
+            elif connection is not None:
                 self._flush_later()
             return
+        response = connection.response
         try:
             await response.write(line)  # the connection takes it: no wait
         except (ConnectionError, RuntimeError):
@@ -105,8 +109,8 @@ class ClientWatch:
             self._flusher = asyncio.create_task(self._flush())
 
     async def _flush(self) -> None:
-        response = self._response
-        assert response is not None
+        assert self._connection is not None
+        response = self._connection.response
         try:
             while self._backlog:
                 await response.write(self._backlog.popleft())
@@ -144,12 +148,8 @@ class _Stream:
         self.watches: dict[int, ClientWatch] = {}
         self._outgoing: asyncio.Queue[registry_pb2.WatchStreamRequest | None] = asyncio.Queue()
         self.alive = True
-        # Opened outside any trace: the stream belongs to no single request.
-        token = otel_context.attach(otel_context.Context())
-        try:
+        with telemetry.outside_traces():
             self._call = stub.WatchStream(self._requests())
-        finally:
-            otel_context.detach(token)
         self._reader = asyncio.create_task(self._read(), name="registry watch stream")
 
     async def _requests(self) -> AsyncIterator[registry_pb2.WatchStreamRequest]:

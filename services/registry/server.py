@@ -9,7 +9,7 @@ import grpc
 
 from services.registry.resources import Resource
 from services.registry.store import Page, Paging, Rendering, Store
-from services.registry.watches import serve_watches
+from services.registry.watches import Opened, Route, serve_watches
 from strata.api import errors
 from strata.api.errors import StatusError
 from strata.api.wire import abort_with_status
@@ -134,10 +134,28 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
         )
         return registry_pb2.ObjectResponse(object=body)
 
+    def _watch_target(self, request: registry_pb2.WatchRequest) -> Opened:
+        """Where a watch goes; raises the Status that refuses it."""
+        store = self._store(request.resource)
+        options = request.options
+        selection = store.selection(
+            request.resource.namespace, options.label_selector, options.field_selector
+        )
+        rendering = _rendering(options.rendering)
+        key, watch_options = store.watch_target(
+            selection,
+            options.resource_version,
+            rendering,
+            bookmarks=options.allow_watch_bookmarks,
+            send_initial_events=options.send_initial_events,
+            timeout_seconds=options.timeout_seconds,
+        )
+        return Route(store, rendering), key, watch_options
+
     async def WatchStream(
         self, request_iterator: AsyncIterator[registry_pb2.WatchStreamRequest], context: Context
     ) -> AsyncIterator[registry_pb2.WatchFrames]:
-        frames = serve_watches(request_iterator, self._storage, self._store)
+        frames = serve_watches(request_iterator, self._storage, self._watch_target)
         try:
             async for message in frames:
                 yield message

@@ -27,7 +27,7 @@ log = telemetry.get_logger("strata.registry.watches")
 
 
 @dataclass(frozen=True)
-class _Route:
+class Route:
     """How a watch's events are rendered; watches with equal routes share frames."""
 
     store: Store
@@ -35,7 +35,7 @@ class _Route:
 
 
 # A watch request's route, storage key and storage watch options.
-_Opened = tuple[_Route, str, WatchOptions]
+Opened = tuple[Route, str, WatchOptions]
 
 
 def _event_frame(ids: list[int], item: WatchItem) -> Frame:
@@ -46,11 +46,11 @@ class _Session:
     """One gateway stream: its open watches and the frames waiting to go."""
 
     def __init__(
-        self, storage: WatchStreamCall, target: Callable[[registry_pb2.WatchRequest], _Opened]
+        self, storage: WatchStreamCall, target: Callable[[registry_pb2.WatchRequest], Opened]
     ) -> None:
         self.storage = storage
         self._target = target
-        self.routes: dict[int, _Route] = {}
+        self.routes: dict[int, Route] = {}
         self.outbox: list[Frame] = []
         self.ready = asyncio.Event()
 
@@ -73,7 +73,7 @@ class _Session:
             self.storage.cancel(watch_id)
 
     def relay(self, frame: storage_pb2.WatchFrame) -> None:
-        groups: dict[_Route, list[int]] = {}
+        groups: dict[Route, list[int]] = {}
         for watch_id in frame.ids:
             route = self.routes.get(watch_id)
             if route is not None:
@@ -99,31 +99,11 @@ class _Session:
 async def serve_watches(
     requests: AsyncIterator[registry_pb2.WatchStreamRequest],
     storage: GrpcStorage,
-    store_of: Callable[[registry_pb2.ResourceRef], Store],
+    target: Callable[[registry_pb2.WatchRequest], Opened],
 ) -> AsyncGenerator[registry_pb2.WatchFrames, None]:
-    """WatchFrames for the watches requests open, until the gateway stops sending
-    or the storage stream breaks (then every watch ends and the gateway opens a
-    new stream)."""
-
-    def target(request: registry_pb2.WatchRequest) -> _Opened:
-        store = store_of(request.resource)
-        options = request.options
-        selection = store.selection(
-            request.resource.namespace, options.label_selector, options.field_selector
-        )
-        rendering = Rendering(
-            as_table=options.rendering.as_table,
-            include_object=options.rendering.include_object,
-        )
-        key, watch_options = store.watch_target(
-            selection,
-            options.resource_version,
-            rendering,
-            bookmarks=options.allow_watch_bookmarks,
-            send_initial_events=options.send_initial_events,
-            timeout_seconds=options.timeout_seconds,
-        )
-        return _Route(store, rendering), key, watch_options
+    """WatchFrames for the watches requests open (target says where each one goes,
+    or raises its refusal), until the gateway stops sending or the storage stream
+    breaks (then every watch ends and the gateway opens a new stream)."""
 
     session = _Session(storage.watch_stream(), target)
     open_ = True

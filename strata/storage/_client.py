@@ -14,7 +14,6 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Sequence
 from typing import Any, TypeVar
 
 import grpc
-from opentelemetry import context as otel_context
 
 from strata import telemetry
 from strata.proto.storage.v1 import storage_pb2, storage_pb2_grpc
@@ -76,12 +75,8 @@ class WatchStreamCall:
 
     def __init__(self, stub: storage_pb2_grpc.StorageAsyncStub) -> None:
         self._outgoing: asyncio.Queue[storage_pb2.WatchStreamRequest | None] = asyncio.Queue()
-        # Opened outside any trace: the stream belongs to no single request.
-        token = otel_context.attach(otel_context.Context())
-        try:
+        with telemetry.outside_traces():
             self._call = stub.WatchStream(self._requests())
-        finally:
-            otel_context.detach(token)
 
     async def _requests(self) -> AsyncIterator[storage_pb2.WatchStreamRequest]:
         while (message := await self._outgoing.get()) is not None:

@@ -14,8 +14,8 @@ import itertools
 from collections.abc import AsyncIterator
 
 import grpc
-from opentelemetry import context as otel_context
 
+from strata import telemetry
 from strata.proto.storage.v1 import storage_pb2, storage_pb2_grpc
 from strata.storage._batching import batches
 from strata.storage._errors import Unavailable
@@ -27,12 +27,8 @@ class _Stream:
         self.pending: dict[int, asyncio.Future[storage_pb2.Result]] = {}
         self.outgoing: asyncio.Queue[storage_pb2.Call | None] = asyncio.Queue()
         self.alive = True
-        # Opened outside any trace: the stream belongs to no single request.
-        token = otel_context.attach(otel_context.Context())
-        try:
+        with telemetry.outside_traces():
             self.call = stub.Pipeline(self._calls())
-        finally:
-            otel_context.detach(token)
         self.reader = asyncio.create_task(self._read(), name="storage pipeline reader")
 
     async def _calls(self) -> AsyncIterator[storage_pb2.Calls]:

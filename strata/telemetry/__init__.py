@@ -11,13 +11,20 @@ instrumenting it halved throughput in a measurement.
 
 from strata.telemetry._grpc import client_interceptors, server_interceptors
 from strata.telemetry._logging import get_logger
-from strata.telemetry._propagation import client_span, sampled, server_span, traceparent
+from strata.telemetry._propagation import (
+    client_span,
+    outside_traces,
+    sampled,
+    server_span,
+    traceparent,
+)
 from strata.telemetry._setup import setup, shutdown, tracer
 
 __all__ = [
     "client_interceptors",
     "client_span",
     "get_logger",
+    "outside_traces",
     "sampled",
     "server_interceptors",
     "server_span",

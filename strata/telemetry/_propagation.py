@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
@@ -48,3 +49,14 @@ def server_span(tracer: trace.Tracer, name: str, parent: str) -> Iterator[None]:
     context = _PROPAGATOR.extract({"traceparent": parent})
     with tracer.start_as_current_span(name, context=context, kind=trace.SpanKind.SERVER):
         yield
+
+
+@contextmanager
+def outside_traces() -> Iterator[None]:
+    """No current trace: for opening a stream many requests share, which belongs
+    to no single request's trace (gRPC instrumentation would put it in one)."""
+    token = otel_context.attach(otel_context.Context())
+    try:
+        yield
+    finally:
+        otel_context.detach(token)
