@@ -11,7 +11,7 @@ sampling rate). The watchers are plain HTTPS watch requests
 reading them is not bound to one core; one writer in this process creates a
 ConfigMap every --interval seconds. Every watcher must receive every event
 exactly once; the report gives p50/p90/p99/max latency over all deliveries,
-the CPU seconds each service spent during the events, and goes to
+the CPU seconds each service and client process spent during the events, and goes to
 bench/results/watch.json.
 """
 
@@ -178,6 +178,9 @@ def run_round(
         assert message[0] == "ready", message
     opened_in = time.monotonic() - opened_at
     pids = {name: system.process(name).pid for name in SERVICES}
+    for c, process in enumerate(processes):
+        assert process.pid is not None  # started above
+        pids[f"client{c}"] = process.pid
     cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
     sent = asyncio.run(_write_events(system, namespace, events, interval))
     cpu_after = {name: cpu_seconds(pid) for name, pid in pids.items()}
@@ -207,7 +210,7 @@ def run_round(
         "watchers_opened_in_s": round(opened_in, 2),
         "latency_ms": {"p50": ms(50), "p90": ms(90), "p99": ms(99), "max": ms(100)},
         "cpu_seconds_during_events": {
-            name: round(cpu_after[name] - cpu_before[name], 2) for name in SERVICES
+            name: round(cpu_after[name] - cpu_before[name], 2) for name in pids
         },
     }
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 
 import grpc
 from aiohttp import web
@@ -64,7 +63,7 @@ def main() -> None:
     except ValueError as e:
         parser.error(str(e))
     telemetry.setup("strata-cacher")
-    asyncio.run(_run(args))
+    service.run(_run(args))
 
 
 async def _run(args: argparse.Namespace) -> None:

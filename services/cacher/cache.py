@@ -24,6 +24,7 @@ from services.cacher.watchers import (
     DEFAULT_BUDGET_SECONDS,
     DEFAULT_BUFFER,
     Change,
+    Sink,
     Watcher,
     encode,
 )
@@ -382,15 +383,16 @@ class WatchCache:
             events.append(data)
         return events
 
-    async def watch(
+    async def _open(
         self,
         key: str,
         since: int,
         opts: WatchOptions,
         matches: Matcher,
-    ) -> AsyncGenerator[bytes, None]:
-        """Encoded events for one watcher: the initial state or the replay from since,
-        then live events, bookmarks when asked for, until closed."""
+        sink: Sink | None = None,
+    ) -> tuple[Watcher, list[bytes]]:
+        """A registered watcher and the events it gets before live ones (the initial
+        state or the replay from since); with a sink, those went to it already."""
         await self.wait_synced()
         if since > self.revision:
             await self.wait_for_revision(since)
@@ -404,6 +406,7 @@ class WatchCache:
             buffer=self._watcher_buffer,
             budget_seconds=self._watcher_budget,
             on_terminated=self._terminated.inc,
+            sink=sink,
         )
         watcher.schedule_bookmark(now, self._bookmark_frequency)
         # From here to registering the watcher nothing awaits, so no event is
@@ -427,13 +430,43 @@ class WatchCache:
                 for change in self.window.since(since, key)
                 if watcher.wants(change.key) and (data := change.seen_through(matches)) is not None
             ]
-        self._register(watcher)
         self._sent.inc(len(initial))
-        try:
+        if sink is not None:
             for data in initial:
-                yield data
+                sink.initial(data)
+            initial = []
+        self._register(watcher)
+        return watcher, initial
+
+    def _close(self, watcher: Watcher) -> None:
+        watcher.close()
+        self._unregister(watcher)
+
+    async def watch(
+        self,
+        key: str,
+        since: int,
+        opts: WatchOptions,
+        matches: Matcher,
+    ) -> AsyncGenerator[bytes, None]:
+        """Encoded events for one watcher: the initial state or the replay from since,
+        then live events, bookmarks when asked for, until closed."""
+        watcher, initial = await self._open(key, since, opts, matches)
+        try:
+            for event in initial:
+                yield event
             while (data := await watcher.next()) is not None:
                 yield data
         finally:
-            watcher.close()
-            self._unregister(watcher)
+            self._close(watcher)
+
+    async def watch_into(
+        self, key: str, since: int, opts: WatchOptions, matches: Matcher, sink: Sink
+    ) -> None:
+        """watch, with every event put into sink as it is dispatched; returns when
+        the watcher is closed."""
+        watcher, _ = await self._open(key, since, opts, matches, sink)
+        try:
+            await watcher.wait_closed()
+        finally:
+            self._close(watcher)

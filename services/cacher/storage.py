@@ -14,6 +14,7 @@ from services.cacher.cache import (
     WatchCache,
 )
 from services.cacher.decision import Op, Plan, plan
+from services.cacher.watchers import Sink
 from services.cacher.window import LOWER_BOUND, UPPER_BOUND
 from strata.proto.storage.v1 import storage_pb2
 from strata.storage import (
@@ -167,22 +168,44 @@ class CachedStorage:
             return await self._upstream.list(prefix, opts)
         return cache.read_list(prefix, matches, opts.limit)
 
-    async def watch_encoded(
-        self, key: str, opts: WatchOptions = WatchOptions()
-    ) -> AsyncGenerator[bytes, None]:
-        """The watch as encoded WatchEvents, each encoded once for all watchers."""
+    async def _watch_cache(self, key: str, opts: WatchOptions) -> tuple[WatchCache, int] | None:
+        """The cache that serves this watch and the revision it starts after, or
+        None when storage must (the watch starts before anything the cache held)."""
         since = revision(key, opts.resource_version)
-        matches = compile_predicate(key, opts.predicate)
         cache = self.cache(key)
         how = plan(Op.WATCH, opts.resource_version, send_initial_events=opts.send_initial_events)
         await cache.wait_synced()
         await self._fresh(cache, how, since)
         if not opts.send_initial_events and cache.predates_window(since):
+            return None
+        return cache, since
+
+    async def watch_encoded(
+        self, key: str, opts: WatchOptions = WatchOptions()
+    ) -> AsyncGenerator[bytes, None]:
+        """The watch as encoded WatchEvents, each encoded once for all watchers."""
+        matches = compile_predicate(key, opts.predicate)
+        served = await self._watch_cache(key, opts)
+        if served is None:
             async for event in self._upstream.watch(key, opts):
                 yield event.SerializeToString()
             return
+        cache, since = served
         async for data in cache.watch(key, since, opts, matches):
             yield data
+
+    async def watch_into(self, key: str, opts: WatchOptions, sink: Sink) -> None:
+        """The watch's encoded events put into sink straight from the cache's
+        dispatch (Storage/WatchStream); returns when the watch ends."""
+        matches = compile_predicate(key, opts.predicate)
+        served = await self._watch_cache(key, opts)
+        if served is None:
+            async for event in self._upstream.watch(key, opts):
+                if not sink.send(event.SerializeToString()):
+                    return
+            return
+        cache, since = served
+        await cache.watch_into(key, since, opts, matches, sink)
 
     async def watch(
         self, key: str, opts: WatchOptions = WatchOptions()

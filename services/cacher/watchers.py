@@ -5,9 +5,11 @@ event as received, and the two rewrites kube's watch filtering needs (ADDED for
 an object that starts matching a watcher's selector, DELETED for one that stops
 matching). Every watcher that sees the change the same way gets the same bytes.
 
-A Watcher is one client's watch: a bounded buffer of encoded events, a short
-time budget when the buffer overflows (then it is closed, never waited for),
-and its next bookmark time.
+A Watcher is one client's watch and its next bookmark time. Its events go
+either to a Sink (a watch stream's outbox, which says when its reader has
+fallen too far behind) or to a bounded buffer of its own, read one by one, with
+a short time budget when the buffer overflows. Either way a watcher that cannot
+keep up is closed, never waited for.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable
+from typing import Protocol
 
 import orjson
 
@@ -30,6 +33,16 @@ DEFAULT_BUFFER = 1024
 DEFAULT_BUDGET_SECONDS = 0.5
 # A watcher over twice its buffer is closed at once, whatever its budget.
 HARD_LIMIT_FACTOR = 2
+
+
+class Sink(Protocol):
+    """Where a watcher's events go when it has no buffer of its own."""
+
+    def initial(self, data: bytes) -> None:
+        """An event of the initial state or the replay."""
+
+    def send(self, data: bytes) -> bool:
+        """A live event; False when the watcher must end, being too far behind."""
 
 
 def encode(event: Event) -> bytes:
@@ -124,8 +137,11 @@ class Watcher:
         buffer: int = DEFAULT_BUFFER,
         budget_seconds: float = DEFAULT_BUDGET_SECONDS,
         on_terminated: Callable[[], None] = lambda: None,
+        sink: Sink | None = None,
     ) -> None:
+        """With a sink, events go there; otherwise to the buffer next() reads."""
         self.key, self.recursive, self.matches = key, recursive, matches
+        self.sink = sink
         self.bookmarks = bookmarks
         # When the client will end the watch (clock time), if it said.
         self.deadline = deadline
@@ -135,6 +151,7 @@ class Watcher:
         self._on_terminated = on_terminated
         self._waiter: asyncio.Future[None] | None = None
         self._stall: asyncio.TimerHandle | None = None
+        self._closed = asyncio.get_running_loop().create_future()
         self.closed = False
         self.terminated = False
 
@@ -144,6 +161,10 @@ class Watcher:
     def send(self, data: bytes) -> None:
         """Queue data; a watcher that stays behind is closed, never waited for."""
         if self.closed:
+            return
+        if self.sink is not None:
+            if not self.sink.send(data):
+                self.terminate()
             return
         self._items.append(data)
         waiting = len(self._items)
@@ -171,11 +192,15 @@ class Watcher:
         if self.closed:
             return
         self.closed = True
+        self._closed.set_result(None)
         self._items.clear()
         if self._stall is not None:
             self._stall.cancel()
             self._stall = None
         self._wake()
+
+    async def wait_closed(self) -> None:
+        await asyncio.shield(self._closed)
 
     def _wake(self) -> None:
         waiter = self._waiter

@@ -23,7 +23,11 @@ def main() -> None:
     service.flag(parser, "home", "STRATA_HOME", ".strata", "where certificates and tokens live")
     args = parser.parse_args()
     telemetry.setup("strata-gateway")
-    asyncio.run(_run(args))
+    import os
+
+    import uvloop
+
+    (uvloop.run if os.environ.get("UV") else asyncio.run)(_run(args))
 
 
 async def _run(args: argparse.Namespace) -> None:

@@ -5,6 +5,7 @@ lists and watch events are framed around them without decoding."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 from typing import Any
 
@@ -223,7 +224,8 @@ class ResourceHandlers:
                 request.transport.close()
             return response
         await watch.drained()
-        await response.write_eof()
+        with contextlib.suppress(ConnectionError):  # the client left first
+            await response.write_eof()
         return response
 
     async def _delete(

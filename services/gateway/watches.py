@@ -1,10 +1,12 @@
 """The gateway's watches: every client's watch on one Registry/WatchStream.
 
-Each event frame from the registry becomes one watch event line, written to
-every client the frame names without waiting on any of them. A client whose
-connection falls behind gets a backlog of up to BACKLOG lines, written by a
-task of its own as the connection drains; past that its watch ends, and it
-resumes from its last event (kube's cacher treats a slow watcher the same way).
+Each event frame from the registry becomes one watch event line, framed once
+as an HTTP chunk and written to the transport of every client the frame names,
+without waiting on any of them. A client whose connection has paused (its
+buffer is over the transport's high-water mark) gets a backlog of up to BACKLOG
+lines, written by a task of its own as the connection drains; past that its
+watch ends, and it resumes from its last event (kube's cacher treats a slow
+watcher the same way).
 """
 
 from __future__ import annotations
@@ -26,14 +28,15 @@ from strata.api.wire import status_from_rpc_error
 from strata.proto.registry.v1 import registry_pb2, registry_pb2_grpc
 
 BACKLOG = 1024
-# A line goes straight out only while the connection's buffer stays under this:
-# far enough below the transport's high-water mark that the write cannot pause
-# it, so it never waits (aiohttp's write waits on a paused connection).
-DIRECT_BYTES = 32 * 1024
 
 
 def event_line(event: registry_pb2.WatchEvent) -> bytes:
     return b'{"type":"' + event.type.encode() + b'","object":' + event.object + b"}\n"
+
+
+def chunk(line: bytes) -> bytes:
+    """line as one chunk of a chunked response: the bytes aiohttp's write sends."""
+    return b"%x\r\n%s\r\n" % (len(line), line)
 
 
 class _Connection(NamedTuple):
@@ -82,27 +85,25 @@ class ClientWatch:
         if self._backlog:
             self._flush_later()
 
-    async def send(self, line: bytes) -> None:
+    def send(self, line: bytes, framed: bytes) -> None:
+        """Send line (framed: the same as a chunk) now, or queue it if the
+        connection is not taking more."""
         if self.finished.done():
             return
         connection = self._connection
-        if (
-            connection is None
-            or self._backlog
-            or connection.protocol.writing_paused
-            or connection.transport.get_write_buffer_size() + len(line) > DIRECT_BYTES
-        ):
+        if connection is None or self._backlog or connection.protocol.writing_paused:
             self._backlog.append(line)
             if len(self._backlog) > BACKLOG:
                 self.terminate()
             elif connection is not None:
                 self._flush_later()
             return
-        response = connection.response
-        try:
-            await response.write(line)  # the connection takes it: no wait
-        except (ConnectionError, RuntimeError):
+        if connection.transport.is_closing():
             self.finish()
+            return
+        # Straight to the transport, which buffers what it cannot send yet: the
+        # response's own write would await a drain, and frame the line again.
+        connection.transport.write(framed)
 
     def _flush_later(self) -> None:
         if self._flusher is None or self._flusher.done():
@@ -170,7 +171,7 @@ class _Stream:
         try:
             async for message in self._call:
                 for frame in message.frames:
-                    await self._apply(frame)
+                    self._apply(frame)
         except grpc.aio.AioRpcError as e:
             failure = status_from_rpc_error(e)
         except asyncio.CancelledError:
@@ -182,14 +183,15 @@ class _Stream:
                 watch.finish()
             self.watches.clear()
 
-    async def _apply(self, frame: registry_pb2.WatchFrame) -> None:
+    def _apply(self, frame: registry_pb2.WatchFrame) -> None:
         watches = self.watches
         kind = frame.WhichOneof("frame")
         if kind == "event":
             line = event_line(frame.event)
+            framed = chunk(line)
             for watch_id in frame.ids:
                 if (watch := watches.get(watch_id)) is not None:
-                    await watch.send(line)
+                    watch.send(line, framed)
             return
         for watch_id in frame.ids:
             watch = watches.get(watch_id)

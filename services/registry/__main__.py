@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 
 import grpc
 
@@ -30,7 +29,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     telemetry.setup("strata-registry")
-    asyncio.run(_run(args))
+    service.run(_run(args))
 
 
 async def _run(args: argparse.Namespace) -> None:

@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(str(e))
     transformers = _transformers(args.encryption_provider_config)
     telemetry.setup("strata-storage")
-    asyncio.run(_run(args, transformers))
+    service.run(_run(args, transformers))
 
 
 async def _run(args: argparse.Namespace, transformers: Transformers | None) -> None:
@@ -183,7 +183,7 @@ def _reencrypt_main(argv: list[str]) -> None:
             print(f"unreadable: {problem}", file=sys.stderr)
         return 1 if report.unreadable else 0
 
-    raise SystemExit(asyncio.run(run()))
+    raise SystemExit(service.run(run()))
 
 
 if __name__ == "__main__":

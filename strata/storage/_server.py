@@ -29,7 +29,7 @@ from strata.storage._interface import (
     Storage,
     WatchOptions,
 )
-from strata.storage._watch_stream import serve_watch_stream
+from strata.storage._watch_stream import WatchSink, pump, serve_watch_stream
 from strata.storage._wire import SERVICE_NAME, abort, failure
 
 Context = grpc.aio.ServicerContext[object, object]
@@ -58,6 +58,14 @@ class EncodedWatches(Protocol):
     def watch_encoded(self, key: str, opts: WatchOptions) -> AsyncGenerator[bytes, None]: ...
 
 
+@runtime_checkable
+class SinkWatches(Protocol):
+    """A storage that puts a watch's encoded events into a sink itself, straight
+    from its fan-out (the cacher's): no task per watch and event in between."""
+
+    async def watch_into(self, key: str, opts: WatchOptions, sink: WatchSink) -> None: ...
+
+
 async def _encoded(
     events: AsyncGenerator[storage_pb2.WatchEvent, None],
 ) -> AsyncGenerator[bytes, None]:
@@ -66,6 +74,18 @@ async def _encoded(
             yield event.SerializeToString()
     finally:
         await events.aclose()
+
+
+def _watch_options(request: storage_pb2.WatchRequest) -> WatchOptions:
+    return WatchOptions(
+        resource_version=request.resource_version,
+        recursive=request.recursive,
+        predicate=_predicate(request.predicate),
+        progress_notify=request.progress_notify,
+        send_initial_events=request.send_initial_events,
+        timeout_seconds=request.timeout_seconds,
+        progress_interval_seconds=request.progress_interval_seconds,
+    )
 
 
 class StorageServicer(storage_pb2_grpc.StorageServicer):
@@ -187,19 +207,17 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
     def _encoded_watch(self, request: storage_pb2.WatchRequest) -> AsyncGenerator[bytes, None]:
         """The watch's encoded WatchEvents: an implementation that encodes each event
         once for all its watchers (EncodedWatches) has its bytes passed on as they are."""
-        options = WatchOptions(
-            resource_version=request.resource_version,
-            recursive=request.recursive,
-            predicate=_predicate(request.predicate),
-            progress_notify=request.progress_notify,
-            send_initial_events=request.send_initial_events,
-            timeout_seconds=request.timeout_seconds,
-            progress_interval_seconds=request.progress_interval_seconds,
-        )
         storage = self._storage
         if isinstance(storage, EncodedWatches):
-            return storage.watch_encoded(request.key, options)
-        return _encoded(storage.watch(request.key, options))
+            return storage.watch_encoded(request.key, _watch_options(request))
+        return _encoded(storage.watch(request.key, _watch_options(request)))
+
+    async def _watch_into(self, request: storage_pb2.WatchRequest, sink: WatchSink) -> None:
+        storage = self._storage
+        if isinstance(storage, SinkWatches):
+            await storage.watch_into(request.key, _watch_options(request), sink)
+        else:
+            await pump(self._encoded_watch(request), sink)
 
     async def Watch(  # type: ignore[override]  # yields WatchEvents as bytes: see add_to_server
         self, request: storage_pb2.WatchRequest, context: Context
@@ -216,7 +234,7 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
     async def WatchStream(  # type: ignore[override]  # yields WatchFrames as bytes: see add_to_server
         self, request_iterator: AsyncIterator[storage_pb2.WatchStreamRequest], context: Context
     ) -> AsyncIterator[bytes]:
-        frames = serve_watch_stream(request_iterator, self._encoded_watch)
+        frames = serve_watch_stream(request_iterator, self._watch_into)
         try:
             async for message in frames:
                 yield message

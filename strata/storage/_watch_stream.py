@@ -1,16 +1,22 @@
 """Storage/WatchStream for any implementation of the storage contract.
 
-One task per open watch drains that watch's encoded events into a shared
-outbox. The writer turns what has piled up into frames: one per distinct
-event object, carrying the ids of every watch that yielded that very object,
-so an implementation that encodes an event once for all its watchers (the
-cacher) has it sent once. A watch's frames stay in its own order.
+Every watch on a stream puts its encoded events into one shared outbox through
+a WatchSink: an implementation that fans events out itself (the cacher) puts
+them there straight from its dispatch, with no task per watch in between; any
+other runs its watch generator into the sink. The writer turns what has piled
+up into frames: one per distinct event object, carrying the ids of every watch
+that put that very object, so an event encoded once for all its watchers is
+sent once. A watch's frames stay in its own order.
+
+A stream whose reader falls behind is judged as kube's cacher judges a slow
+watcher: past BEHIND_PER_WATCH live events per open watch waiting, a watch
+that sends more is told to end (its client resumes from its last event).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 
 from strata import telemetry
 from strata.proto.storage.v1 import storage_pb2
@@ -23,6 +29,9 @@ _log = telemetry.get_logger("strata.storage.watch_stream")
 # What a watch that ended cleanly leaves in the outbox (one object: such ends group).
 _ENDED = b""
 Item = bytes | storage_pb2.Failure
+# Live events per open watch a stream may have waiting for its reader before
+# the watches that send more are ended.
+BEHIND_PER_WATCH = 2048
 
 
 def frames(items: list[tuple[int, Item]]) -> list[bytes]:
@@ -67,34 +76,83 @@ def _batched(encoded: list[bytes]) -> list[bytes]:
     return out
 
 
+class _Outbox:
+    """What a stream's watches have put and its writer has not taken yet."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[int, Item]] = []
+        self.ready = asyncio.Event()
+        self.watches = 0  # open watches, for the allowance of live events waiting
+        self._live = 0  # live events put since the writer last took the items
+
+    def put(self, watch_id: int, item: Item) -> None:
+        self.items.append((watch_id, item))
+        self.ready.set()
+
+    def put_live(self, watch_id: int, data: bytes) -> bool:
+        self._live += 1
+        self.put(watch_id, data)
+        return self._live <= BEHIND_PER_WATCH * max(1, self.watches)
+
+    def take(self) -> list[tuple[int, Item]]:
+        items, self.items, self._live = self.items, [], 0
+        self.ready.clear()
+        return items
+
+
+class WatchSink:
+    """One watch's way into its stream."""
+
+    __slots__ = ("_outbox", "id")
+
+    def __init__(self, outbox: _Outbox, watch_id: int) -> None:
+        self._outbox, self.id = outbox, watch_id
+
+    def initial(self, data: bytes) -> None:
+        """An event of the watch's initial state or replay (never refused)."""
+        self._outbox.put(self.id, data)
+
+    def send(self, data: bytes) -> bool:
+        """A live event; False once the stream's reader is too far behind, and the
+        watch should end."""
+        return self._outbox.put_live(self.id, data)
+
+
+# Runs one watch into its sink until it ends; a StorageError is its failure.
+WatchInto = Callable[[storage_pb2.WatchRequest, WatchSink], Awaitable[None]]
+
+
+async def pump(events: AsyncGenerator[bytes, None], sink: WatchSink) -> None:
+    """A watch generator's events into sink, until either is done."""
+    try:
+        async for data in events:
+            if not sink.send(data):
+                return
+    finally:
+        await events.aclose()
+
+
 async def serve_watch_stream(
-    requests: AsyncIterator[storage_pb2.WatchStreamRequest],
-    watch: Callable[[storage_pb2.WatchRequest], AsyncGenerator[bytes, None]],
+    requests: AsyncIterator[storage_pb2.WatchStreamRequest], watch: WatchInto
 ) -> AsyncGenerator[bytes, None]:
-    """WatchFrames bytes for the watches requests open; watch gives one watch's
-    encoded events. Ends when the client stops sending."""
-    outbox: list[tuple[int, Item]] = []
-    ready = asyncio.Event()
+    """WatchFrames bytes for the watches requests open, each run by watch. Ends
+    when the client stops sending."""
+    outbox = _Outbox()
     running: dict[int, asyncio.Task[None]] = {}
     reading = True
 
-    def put(watch_id: int, item: Item) -> None:
-        outbox.append((watch_id, item))
-        ready.set()
-
     async def run(watch_id: int, request: storage_pb2.WatchRequest) -> None:
-        events = watch(request)
+        outbox.watches += 1
         try:
-            async for data in events:
-                put(watch_id, data)
-            put(watch_id, _ENDED)
+            await watch(request, WatchSink(outbox, watch_id))
+            outbox.put(watch_id, _ENDED)
         except StorageError as e:
-            put(watch_id, failure(e))
+            outbox.put(watch_id, failure(e))
         except Exception as e:  # a bug must still end the watch, or its client waits forever
             _log.exception("watch failed", key=request.key)
-            put(watch_id, failure(StorageError(request.key, f"{type(e).__name__}: {e}")))
+            outbox.put(watch_id, failure(StorageError(request.key, f"{type(e).__name__}: {e}")))
         finally:
-            await events.aclose()
+            outbox.watches -= 1
             if running.get(watch_id) is asyncio.current_task():
                 del running[watch_id]
 
@@ -111,15 +169,13 @@ async def serve_watch_stream(
                     task.cancel()
         finally:
             reading = False
-            ready.set()
+            outbox.ready.set()
 
     reader = asyncio.create_task(read())
     try:
-        while reading or outbox:
-            await ready.wait()
-            ready.clear()
-            items, outbox = outbox, []
-            for message in _batched(frames(items)):
+        while reading or outbox.items:
+            await outbox.ready.wait()
+            for message in _batched(frames(outbox.take())):
                 yield message
     finally:
         reader.cancel()

@@ -229,6 +229,62 @@ async def test_a_slow_watcher_is_closed_while_a_hundred_fast_ones_get_everything
     await cache.stop()
 
 
+class Sink:
+    """A watch stream's sink as the cacher sees it: records what it is given and
+    refuses live events once told to (its stream's reader fell behind)."""
+
+    def __init__(self) -> None:
+        self.initial_events: list[bytes] = []
+        self.live: list[bytes] = []
+        self.refusing = False
+
+    def initial(self, data: bytes) -> None:
+        self.initial_events.append(data)
+
+    def send(self, data: bytes) -> bool:
+        self.live.append(data)
+        return not self.refusing
+
+
+async def test_a_watcher_whose_sink_falls_behind_is_terminated_and_the_others_go_on(
+    upstream: GrpcStorage,
+) -> None:
+    root = resource()
+    cache = await started(WatchCache(upstream, root))
+    await upstream.create(f"{root}ns/before", obj("before"))
+    await cache.wait_for_revision(await upstream.current_revision())
+    before = metrics.REGISTRY.get_sample_value(
+        "apiserver_terminated_watchers_total", {"resource": root.strip("/")}
+    )
+    behind, keeping_up = Sink(), Sink()
+    watches = [
+        asyncio.ensure_future(
+            cache.watch_into(root, 0, WatchOptions(recursive=True), EVERYTHING, s)
+        )
+        for s in (behind, keeping_up)
+    ]
+    await registered(cache, 2)
+    # Watching from "0": the current state arrives as initial events, not live ones.
+    assert [Event.FromString(d).object.name for d in behind.initial_events] == ["before"]
+    behind.refusing = True
+    written = [
+        (await upstream.create(f"{root}ns/o{i}", obj(f"o{i}"))).resource_version for i in range(3)
+    ]
+    async with asyncio.timeout(10):
+        await watches[0]  # ended at the first event its sink refused
+    assert len(behind.live) == 1
+    after = metrics.REGISTRY.get_sample_value(
+        "apiserver_terminated_watchers_total", {"resource": root.strip("/")}
+    )
+    assert (after or 0.0) == (before or 0.0) + 1
+    await cache.wait_for_revision(written[-1])
+    assert [Event.FromString(d).resource_version for d in keeping_up.live] == written
+    assert not watches[1].done()
+    await cache.stop()
+    async with asyncio.timeout(10):
+        await watches[1]  # a stopped cache closes its watchers: the watch returns
+
+
 async def test_the_reflector_resumes_after_the_storage_service_restarts(
     etcd: Etcd, upstream: GrpcStorage
 ) -> None:

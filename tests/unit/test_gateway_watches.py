@@ -9,22 +9,40 @@ from typing import Any, cast
 from aiohttp import web
 from aiohttp.base_protocol import BaseProtocol
 
-from services.gateway.watches import BACKLOG, DIRECT_BYTES, ClientWatch
+from services.gateway.watches import BACKLOG, ClientWatch, chunk
 
 
 class Connection:
-    """Stands in for aiohttp's response and protocol: records lines, can pause."""
+    """Stands in for aiohttp's response, protocol and transport: records the bytes
+    on the wire (the response frames what it is given as a chunk, as aiohttp's
+    does), can pause and close."""
 
     def __init__(self) -> None:
-        self.lines: list[bytes] = []
+        self.wire: list[bytes] = []
         self.writing_paused = False
-        self.buffered = 0
+        self.closing = False
 
-    def get_write_buffer_size(self) -> int:
-        return self.buffered
+    def is_closing(self) -> bool:
+        return self.closing
 
-    async def write(self, line: bytes) -> None:
-        self.lines.append(line)
+    def write(self, data: bytes) -> None:  # the transport's
+        self.wire.append(data)
+
+    async def write_chunk(self, line: bytes) -> None:  # the response's
+        self.wire.append(chunk(line))
+
+    @property
+    def lines(self) -> list[bytes]:
+        return [framed.split(b"\r\n")[1] for framed in self.wire]
+
+
+class Response:
+    def __init__(self, connection: Connection) -> None:
+        self.write = connection.write_chunk
+
+
+def send(watch: ClientWatch, line: bytes) -> None:
+    watch.send(line, chunk(line))
 
 
 class NoStream:
@@ -36,7 +54,7 @@ def watch_on(connection: Connection) -> ClientWatch:
     watch = ClientWatch(1, cast(Any, NoStream()))
     watch.start()
     watch.attach(
-        cast(web.StreamResponse, connection),
+        cast(web.StreamResponse, Response(connection)),
         cast(BaseProtocol, connection),
         cast(asyncio.WriteTransport, connection),
     )
@@ -47,7 +65,7 @@ async def test_lines_go_straight_out_while_the_connection_takes_them() -> None:
     connection = Connection()
     watch = watch_on(connection)
     for n in range(3):
-        await watch.send(b"%d\n" % n)
+        send(watch, b"%d\n" % n)
     assert connection.lines == [b"0\n", b"1\n", b"2\n"]
     assert not watch.finished.done()
 
@@ -57,9 +75,9 @@ async def test_a_paused_client_is_ended_past_its_backlog() -> None:
     watch = watch_on(connection)
     connection.writing_paused = True
     for n in range(BACKLOG):
-        await watch.send(b"%d\n" % n)
+        send(watch, b"%d\n" % n)
     assert not watch.finished.done() and not watch.terminated
-    await watch.send(b"one too many\n")
+    send(watch, b"one too many\n")
     assert watch.terminated and watch.finished.done()
 
 
@@ -67,19 +85,22 @@ async def test_a_backlog_is_written_in_order_once_the_client_reads_again() -> No
     connection = Connection()
     watch = watch_on(connection)
     connection.writing_paused = True
-    await watch.send(b"a\n")
-    await watch.send(b"b\n")
+    send(watch, b"a\n")
+    send(watch, b"b\n")
     connection.writing_paused = False
-    await watch.send(b"c\n")  # behind the backlog, never ahead of it
+    send(watch, b"c\n")  # behind the backlog, never ahead of it
     await watch.drained()
     assert connection.lines == [b"a\n", b"b\n", b"c\n"]
 
 
-async def test_a_line_that_could_pause_the_connection_goes_through_the_backlog() -> None:
+async def test_lines_on_the_wire_are_the_chunks_aiohttp_would_write() -> None:
+    assert chunk(b'{"type":"ADDED"}\n') == b'11\r\n{"type":"ADDED"}\n\r\n'
+
+
+async def test_a_closed_connection_finishes_the_watch() -> None:
     connection = Connection()
     watch = watch_on(connection)
-    connection.buffered = DIRECT_BYTES  # nearly full: writing now could wait
-    await watch.send(b"late\n")
-    assert connection.lines == []  # not written by the sender itself
-    await watch.drained()
-    assert connection.lines == [b"late\n"]
+    connection.closing = True
+    send(watch, b"gone\n")
+    assert watch.finished.done() and not watch.terminated
+    assert connection.wire == []

@@ -1,16 +1,28 @@
-"""How Storage/WatchStream groups watches' items into frames: one frame per
-shared event object, never reordering any one watch's items."""
+"""How Storage/WatchStream groups watches' items into frames (one frame per
+shared event object, never reordering any one watch's items), and how it ends
+the watches of a stream whose reader falls behind."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
+
 from strata.proto.storage.v1 import storage_pb2
 from strata.storage import _wire_bytes as wire
-from strata.storage._watch_stream import Item, frames
+from strata.storage._watch_stream import (
+    BEHIND_PER_WATCH,
+    Item,
+    WatchSink,
+    _Outbox,
+    frames,
+    serve_watch_stream,
+)
 
 
-def parsed(encoded: list[bytes]) -> list[tuple[list[int], bytes | str]]:
+def described(message: bytes) -> list[tuple[list[int], bytes | str]]:
+    """A WatchFrames message as (ids, event value or how the watch ended) per frame."""
     out: list[tuple[list[int], bytes | str]] = []
-    for frame in storage_pb2.WatchFrames.FromString(wire.repeated(encoded)).frames:
+    for frame in storage_pb2.WatchFrames.FromString(message).frames:
         if frame.HasField("event"):
             out.append((list(frame.ids), frame.event.object.value))
         else:
@@ -18,6 +30,10 @@ def parsed(encoded: list[bytes]) -> list[tuple[list[int], bytes | str]]:
                 (list(frame.ids), frame.failure.error if frame.HasField("failure") else "end")
             )
     return out
+
+
+def parsed(encoded: list[bytes]) -> list[tuple[list[int], bytes | str]]:
+    return described(wire.repeated(encoded))
 
 
 def event(value: bytes) -> bytes:
@@ -51,3 +67,42 @@ def test_ends_and_failures() -> None:
     failure = storage_pb2.Failure(error="Expired", message="too old")
     items: list[tuple[int, Item]] = [(1, a), (2, a), (1, b""), (2, b""), (3, failure)]
     assert parsed(frames(items)) == [([1, 2], b"a"), ([1, 2], "end"), ([3], "Expired")]
+
+
+async def test_a_stream_whose_reader_falls_behind_ends_the_watches_that_send_more() -> None:
+    accepted: list[bool] = []
+    opened = asyncio.Event()
+
+    async def requests() -> AsyncIterator[storage_pb2.WatchStreamRequest]:
+        yield storage_pb2.WatchStreamRequest(
+            open=storage_pb2.OpenWatch(id=7, watch=storage_pb2.WatchRequest(key="/a/"))
+        )
+        await opened.wait()
+
+    async def watch(request: storage_pb2.WatchRequest, sink: WatchSink) -> None:
+        for _ in range(BEHIND_PER_WATCH * 3):
+            sink.initial(event(b"initial"))  # an initial state is never refused
+        # The writer has not run since: every live event below is still waiting.
+        for _ in range(BEHIND_PER_WATCH + 1):
+            accepted.append(sink.send(event(b"live")))
+        opened.set()
+
+    delivered: list[tuple[list[int], bytes | str]] = []
+    async with asyncio.timeout(10):
+        async for message in serve_watch_stream(requests(), watch):
+            delivered += described(message)
+
+    assert accepted == [True] * BEHIND_PER_WATCH + [False]
+    # Nothing put is lost: the watch ends after everything it sent.
+    assert len(delivered) == BEHIND_PER_WATCH * 4 + 2
+    assert delivered[-1] == ([7], "end")
+
+
+async def test_what_the_writer_took_no_longer_counts_against_the_stream() -> None:
+    outbox = _Outbox()
+    outbox.watches = 2
+    sink = WatchSink(outbox, 1)
+    assert all(sink.send(b"x") for _ in range(BEHIND_PER_WATCH * 2))
+    assert not sink.send(b"x")
+    assert len(outbox.take()) == BEHIND_PER_WATCH * 2 + 1
+    assert sink.send(b"x")
