@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import ssl
 from pathlib import Path
 
@@ -23,11 +22,7 @@ def main() -> None:
     service.flag(parser, "home", "STRATA_HOME", ".strata", "where certificates and tokens live")
     args = parser.parse_args()
     telemetry.setup("strata-gateway")
-    import os
-
-    import uvloop
-
-    (uvloop.run if os.environ.get("UV") else asyncio.run)(_run(args))
+    service.run(_run(args))
 
 
 async def _run(args: argparse.Namespace) -> None:

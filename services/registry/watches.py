@@ -51,6 +51,8 @@ class _Session:
         self.storage = storage
         self._target = target
         self.routes: dict[int, Route] = {}
+        # One instance per distinct route, so relaying groups watches by identity.
+        self._interned: dict[Route, Route] = {}
         self.outbox: list[Frame] = []
         self.ready = asyncio.Event()
 
@@ -64,7 +66,7 @@ class _Session:
         except StatusError as e:
             self.put(Frame(ids=[opened.id], refused=e.to_json()))
             return
-        self.routes[opened.id] = route
+        self.routes[opened.id] = self._interned.setdefault(route, route)
         self.storage.open(opened.id, key, options)
         self.put(Frame(ids=[opened.id], started=True))
 
@@ -73,12 +75,16 @@ class _Session:
             self.storage.cancel(watch_id)
 
     def relay(self, frame: storage_pb2.WatchFrame) -> None:
-        groups: dict[Route, list[int]] = {}
+        groups: dict[int, tuple[Route, list[int]]] = {}
+        routes = self.routes
         for watch_id in frame.ids:
-            route = self.routes.get(watch_id)
+            route = routes.get(watch_id)
             if route is not None:
-                groups.setdefault(route, []).append(watch_id)
-        for route, ids in groups.items():
+                group = groups.get(id(route))
+                if group is None:
+                    group = groups[id(route)] = (route, [])
+                group[1].append(watch_id)
+        for route, ids in groups.values():
             if frame.HasField("event"):
                 self.put(_event_frame(ids, route.store.watch_item(frame.event, route.rendering)))
             if frame.ended:
