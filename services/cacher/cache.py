@@ -44,7 +44,7 @@ from strata.storage import (
     resource_of,
 )
 from strata.storage import _continue as continuation
-from strata.storage._requests import Matcher
+from strata.storage._requests import Matcher, ends_initial_events, sends_initial_state
 
 Event = storage_pb2.WatchEvent
 Object = storage_pb2.Object
@@ -412,9 +412,9 @@ class WatchCache:
         # From here to registering the watcher nothing awaits, so no event is
         # missed or seen twice between the initial events and the live stream.
         initial: list[bytes]
-        if since == 0 or opts.send_initial_events:
+        if sends_initial_state(since, opts):
             initial = self._initial(watcher)
-            if opts.send_initial_events:
+            if ends_initial_events(opts):
                 initial.append(
                     encode(
                         Event(
@@ -425,6 +425,8 @@ class WatchCache:
                     )
                 )
         else:
+            # sendInitialEvents=false from "" or "0": from now, with nothing before.
+            since = since or self.revision
             initial = [
                 data
                 for change in self.window.since(since, key)

@@ -34,18 +34,19 @@ def plan(
     *,
     match: str = "",
     continuing: bool = False,
-    send_initial_events: bool = False,
+    send_initial_events: bool | None = None,
 ) -> Plan:
     """Where a read is answered from.
 
     Watches always come from the cache (it replays from its window or says 410);
-    a watch-list (send_initial_events) at "" first makes the cache current, like a
-    consistent list. Reads at "0" take the cache as it is; at "" or N the cache
-    answers once fresh enough. An Exact read and every continued list go to
-    storage, which holds older revisions than the cache's current one.
+    one at "" that gives sendInitialEvents (true or false) starts from the
+    current revision, so the cache is first made current, like a consistent list.
+    Reads at "0" take the cache as it is; at "" or N the cache answers once fresh
+    enough. An Exact read and every continued list go to storage, which holds
+    older revisions than the cache's current one.
     """
     if op is Op.WATCH:
-        if send_initial_events and resource_version == "":
+        if send_initial_events is not None and resource_version == "":
             return Plan.CACHE_CURRENT
         if send_initial_events and resource_version not in ("", "0"):
             return Plan.CACHE_NOT_OLDER

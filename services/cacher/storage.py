@@ -30,7 +30,13 @@ from strata.storage import (
     WatchOptions,
     resource_root,
 )
-from strata.storage._requests import check_list, check_match, compile_predicate, revision
+from strata.storage._requests import (
+    check_list,
+    check_match,
+    compile_predicate,
+    revision,
+    sends_initial_state,
+)
 
 
 class CachedStorage:
@@ -176,7 +182,7 @@ class CachedStorage:
         how = plan(Op.WATCH, opts.resource_version, send_initial_events=opts.send_initial_events)
         await cache.wait_synced()
         await self._fresh(cache, how, since)
-        if not opts.send_initial_events and cache.predates_window(since):
+        if not sends_initial_state(since, opts) and cache.predates_window(since):
             return None
         return cache, since
 

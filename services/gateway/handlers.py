@@ -37,8 +37,16 @@ def status_response(error: StatusError) -> web.Response:
     return response
 
 
+def _flag(value: str | None) -> bool | None:
+    """A boolean query parameter as kube converts it: absent is None; "0" and
+    "false" (any case) are false; anything else, "" included, is true."""
+    if value is None:
+        return None
+    return value != "0" and value.lower() != "false"
+
+
 def _truthy(value: str | None) -> bool:
-    return value is not None and value.lower() in ("1", "true", "")
+    return bool(_flag(value))
 
 
 class ResourceHandlers:
@@ -144,7 +152,7 @@ class ResourceHandlers:
             resource_version_match=query.get("resourceVersionMatch", ""),
             limit=parsed_limit,
             allow_watch_bookmarks=_truthy(query.get("allowWatchBookmarks")),
-            send_initial_events=_truthy(query.get("sendInitialEvents")),
+            send_initial_events=_flag(query.get("sendInitialEvents")),
             rendering=self._rendering(request),
         )
         setattr(options, "continue", query.get("continue", ""))  # a Python keyword

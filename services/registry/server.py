@@ -33,6 +33,13 @@ def _rendering(message: registry_pb2.Rendering) -> Rendering:
     return Rendering(as_table=message.as_table, include_object=message.include_object)
 
 
+def _send_initial_events(options: registry_pb2.ListOptions) -> bool | None:
+    """sendInitialEvents as the request gave it, or None when it did not."""
+    if options.HasField("send_initial_events"):
+        return options.send_initial_events
+    return None
+
+
 class RegistryServicer(registry_pb2_grpc.RegistryServicer):
     def __init__(self, resources: tuple[Resource, ...], storage: GrpcStorage) -> None:
         self._storage = storage
@@ -98,6 +105,7 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
                 resource_version_match=options.resource_version_match,
                 limit=options.limit,
                 continue_token=getattr(options, "continue"),
+                send_initial_events=_send_initial_events(options),
             )
             return await store.list(selection, paging, _rendering(options.rendering))
 
@@ -147,7 +155,9 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
             options.resource_version,
             rendering,
             bookmarks=options.allow_watch_bookmarks,
-            send_initial_events=options.send_initial_events,
+            resource_version_match=options.resource_version_match,
+            continue_token=getattr(options, "continue"),
+            send_initial_events=_send_initial_events(options),
             timeout_seconds=options.timeout_seconds,
         )
         return Route(store, rendering), key, watch_options

@@ -80,6 +80,8 @@ class Paging:
     resource_version_match: str = ""
     limit: int = 0
     continue_token: str = ""
+    # Given only to be refused: a list must not carry sendInitialEvents.
+    send_initial_events: bool | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,44 +105,86 @@ class WatchItem:
     object: bytes
 
 
-def check_list_options(resource_version: str, match: str, continue_token: str) -> None:
-    """apimachinery's ValidateListOptions for resourceVersionMatch: 422 ListOptions."""
+def _forbidden(field: str, detail: str) -> Cause:
+    return Cause(reason="FieldValueForbidden", message=f"Forbidden: {detail}", field=field)
+
+
+def _not_supported(field: str, value: str, supported: tuple[str, ...]) -> Cause:
+    listed = ", ".join(f'"{v}"' for v in supported)
+    return Cause(
+        reason="FieldValueNotSupported",
+        message=f'Unsupported value: "{value}": supported values: {listed}',
+        field=field,
+    )
+
+
+def check_list_options(
+    resource_version: str,
+    match: str,
+    continue_token: str,
+    send_initial_events: bool | None = None,
+) -> None:
+    """apimachinery's ValidateListOptions for a list: 422 ListOptions."""
     causes = []
     if match:
         if not resource_version:
             causes.append(
-                Cause(
-                    reason="FieldValueForbidden",
-                    message="Forbidden: resourceVersionMatch is forbidden unless resourceVersion "
-                    "is provided",
-                    field="resourceVersionMatch",
+                _forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
                 )
             )
         if continue_token:
             causes.append(
-                Cause(
-                    reason="FieldValueForbidden",
-                    message="Forbidden: resourceVersionMatch is forbidden when continue is "
-                    "provided",
-                    field="resourceVersionMatch",
+                _forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden when continue is provided",
                 )
             )
         if match not in (NOT_OLDER_THAN, EXACT):
             causes.append(
-                Cause(
-                    reason="FieldValueNotSupported",
-                    message=f'Unsupported value: "{match}": supported values: "Exact", '
-                    '"NotOlderThan", ""',
-                    field="resourceVersionMatch",
-                )
+                _not_supported("resourceVersionMatch", match, (EXACT, NOT_OLDER_THAN, ""))
             )
         if match == EXACT and resource_version == "0":
             causes.append(
-                Cause(
-                    reason="FieldValueForbidden",
-                    message='Forbidden: resourceVersionMatch "exact" is forbidden for '
-                    'resourceVersion "0"',
-                    field="resourceVersionMatch",
+                _forbidden(
+                    "resourceVersionMatch",
+                    'resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
+                )
+            )
+    if send_initial_events is not None:
+        causes.append(_forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"))
+    if causes:
+        raise errors.invalid("ListOptions", "", causes, "meta.k8s.io")
+
+
+def check_watch_options(match: str, continue_token: str, send_initial_events: bool | None) -> None:
+    """apimachinery's ValidateListOptions for a watch (the WatchList feature on):
+    422 ListOptions."""
+    causes = []
+    if send_initial_events is not None and match != NOT_OLDER_THAN:
+        causes.append(
+            _forbidden(
+                "resourceVersionMatch",
+                f"sendInitialEvents requires setting resourceVersionMatch to {NOT_OLDER_THAN}",
+            )
+        )
+    if match:
+        if send_initial_events is None:
+            causes.append(
+                _forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden for watch unless sendInitialEvents is "
+                    "provided",
+                )
+            )
+        if match != NOT_OLDER_THAN:
+            causes.append(_not_supported("resourceVersionMatch", match, (NOT_OLDER_THAN,)))
+        if continue_token:
+            causes.append(
+                _forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden when continue is provided",
                 )
             )
     if causes:
@@ -314,7 +358,10 @@ class Store:
         if rendering.as_table:
             tables.check_include_object(rendering.include_object)
         check_list_options(
-            paging.resource_version, paging.resource_version_match, paging.continue_token
+            paging.resource_version,
+            paging.resource_version_match,
+            paging.continue_token,
+            paging.send_initial_events,
         )
         with self._interpreted():
             result = await self._storage.list(
@@ -353,11 +400,14 @@ class Store:
         rendering: Rendering,
         *,
         bookmarks: bool = False,
-        send_initial_events: bool = False,
+        resource_version_match: str = "",
+        continue_token: str = "",
+        send_initial_events: bool | None = None,
         timeout_seconds: float = 0,
     ) -> tuple[str, WatchOptions]:
         """The storage key and options of a watch (a single key for a watch on one
         name, as kube's cacher does for metadata.name selectors)."""
+        check_watch_options(resource_version_match, continue_token, send_initial_events)
         if rendering.as_table:
             tables.check_include_object(rendering.include_object)
         name = selection.fields.exact("metadata.name")

@@ -45,7 +45,9 @@ from strata.storage._requests import (
     check_list,
     check_match,
     compile_predicate,
+    ends_initial_events,
     revision,
+    sends_initial_state,
     through,
 )
 
@@ -411,7 +413,7 @@ class EtcdStorage:
         since = requested
         interval = opts.progress_interval_seconds or self._progress_interval
         with _etcd_errors(key, requested):
-            if since == 0 or opts.send_initial_events:
+            if sends_initial_state(since, opts):
                 # The current state as ADDED (for "" and "0", and for a watch-list,
                 # whose resourceVersion means "not older than"), then every change.
                 state = await self._etcd.range(start, end)
@@ -426,10 +428,12 @@ class EtcdStorage:
                     if matches(obj):
                         yield Event(type=Event.ADDED, object=obj, resource_version=kv.mod_revision)
                 since = state.header.revision
-                if opts.send_initial_events:
+                if ends_initial_events(opts):
                     yield Event(
                         type=Event.BOOKMARK, resource_version=since, initial_events_end=True
                     )
+            elif since == 0:
+                since = (await self._etcd.range(start, count_only=True)).header.revision
             async for response in self._etcd.watch(
                 start,
                 end,

@@ -79,9 +79,11 @@ class WatchOptions:
     predicate: Predicate = dataclasses.field(default_factory=Predicate)
     # BOOKMARK events with the revision reached, while nothing else happens.
     progress_notify: bool = False
-    # The state at the start as ADDED (at resource_version or newer), then a
-    # BOOKMARK with initial_events_end (kube's sendInitialEvents watch-list).
-    send_initial_events: bool = False
+    # kube's sendInitialEvents. True: the state at the start as ADDED (at
+    # resource_version or newer), then, with progress_notify, a BOOKMARK with
+    # initial_events_end (a watch-list). False: no state; from "" or "0" the
+    # watch starts at the current revision. None: the state only from "" or "0".
+    send_initial_events: bool | None = None
     # How long the caller keeps the watch open (0: unknown); caches send a
     # last BOOKMARK shortly before then.
     timeout_seconds: float = 0.0

@@ -17,7 +17,7 @@ from strata.api.selectors import (
 from strata.api.versions import parse_resource_version
 from strata.proto.storage.v1 import storage_pb2
 from strata.storage._errors import InvalidRequest
-from strata.storage._interface import EXACT, MATCHES, ListOptions, Predicate
+from strata.storage._interface import EXACT, MATCHES, ListOptions, Predicate, WatchOptions
 
 FIELDS = frozenset({"metadata.name", "metadata.namespace"})
 
@@ -58,6 +58,22 @@ def check_list(prefix: str, opts: ListOptions) -> None:
         )
     if opts.continue_token and opts.resource_version_match:
         raise InvalidRequest(prefix, "resourceVersionMatch is forbidden when continue is provided")
+
+
+def sends_initial_state(since: int, opts: WatchOptions) -> bool:
+    """Whether a watch from since starts with the current state as ADDED events:
+    when it asks (a watch-list), or, saying nothing, when it watches from "" or
+    "0" (kube's getAllEventsSinceLocked). sendInitialEvents=false from "" or "0"
+    starts at the current revision with no state."""
+    if opts.send_initial_events is None:
+        return since == 0
+    return opts.send_initial_events
+
+
+def ends_initial_events(opts: WatchOptions) -> bool:
+    """Whether the initial state ends with an initial-events-end BOOKMARK: on a
+    watch-list that allows bookmarks (kube's setInitialEventsEndBookmarkIfRequested)."""
+    return bool(opts.send_initial_events) and opts.progress_notify
 
 
 @dataclass(frozen=True)

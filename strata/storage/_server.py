@@ -82,7 +82,9 @@ def _watch_options(request: storage_pb2.WatchRequest) -> WatchOptions:
         recursive=request.recursive,
         predicate=_predicate(request.predicate),
         progress_notify=request.progress_notify,
-        send_initial_events=request.send_initial_events,
+        send_initial_events=request.send_initial_events
+        if request.HasField("send_initial_events")
+        else None,
         timeout_seconds=request.timeout_seconds,
         progress_interval_seconds=request.progress_interval_seconds,
     )

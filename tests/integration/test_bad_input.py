@@ -254,6 +254,7 @@ async def test_no_token_is_401(system: System, etcd: Etcd) -> None:
         ({"resourceVersion": "5", "resourceVersionMatch": "Sometimes"}, 422, "Unsupported value"),
         ({"resourceVersionMatch": "Exact"}, 422, "forbidden unless resourceVersion"),
         ({"continue": "garbage!"}, 400, "continue key is not valid"),
+        ({"sendInitialEvents": "false"}, 422, "sendInitialEvents is forbidden for list"),
     ],
 )
 async def test_bad_list_options(
@@ -263,6 +264,67 @@ async def test_bad_list_options(
     assert body["code"] == code and fragment in body["message"]
     if code == 422:
         assert body["reason"] == "Invalid" and body["details"]["kind"] == "ListOptions"
+
+
+REQUIRES_NOT_OLDER_THAN = (
+    "resourceVersionMatch",
+    "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+)
+
+
+@pytest.mark.parametrize(
+    ("params", "causes"),
+    [
+        ({"sendInitialEvents": "true"}, [REQUIRES_NOT_OLDER_THAN]),
+        (
+            {"resourceVersion": "0", "resourceVersionMatch": "NotOlderThan"},
+            [
+                (
+                    "resourceVersionMatch",
+                    "Forbidden: resourceVersionMatch is forbidden for watch unless "
+                    "sendInitialEvents is provided",
+                )
+            ],
+        ),
+        (
+            {"sendInitialEvents": "true", "resourceVersionMatch": "Exact"},
+            [
+                REQUIRES_NOT_OLDER_THAN,
+                (
+                    "resourceVersionMatch",
+                    'Unsupported value: "Exact": supported values: "NotOlderThan"',
+                ),
+            ],
+        ),
+        (
+            {
+                "sendInitialEvents": "true",
+                "resourceVersionMatch": "NotOlderThan",
+                "continue": "abc",
+            },
+            [
+                (
+                    "resourceVersionMatch",
+                    "Forbidden: resourceVersionMatch is forbidden when continue is provided",
+                )
+            ],
+        ),
+    ],
+)
+async def test_bad_watch_options(
+    http: aiohttp.ClientSession,
+    etcd: Etcd,
+    params: dict[str, str],
+    causes: list[tuple[str, str]],
+) -> None:
+    body = await refused(http, etcd, "GET", "/api/v1/namespaces", params={"watch": "1", **params})
+    assert (body["code"], body["reason"]) == (422, "Invalid")
+    assert body["details"]["kind"] == "ListOptions"
+    assert body["details"]["group"] == "meta.k8s.io"
+    assert [(c["field"], c["message"]) for c in body["details"]["causes"]] == causes
+    if len(causes) == 1:
+        field, message = causes[0]
+        assert body["message"] == f'ListOptions.meta.k8s.io "" is invalid: {field}: {message}'
 
 
 async def test_tampered_continue_token_is_400(http: aiohttp.ClientSession, etcd: Etcd) -> None:

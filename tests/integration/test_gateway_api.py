@@ -252,3 +252,31 @@ async def test_watch_list_ends_its_initial_events_with_an_annotated_bookmark(
     assert int(end["resourceVersion"]) >= max(
         int(e["object"]["metadata"]["resourceVersion"]) for e in seen[:-1]
     )
+
+
+async def test_a_watch_that_declines_initial_events_starts_from_now(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    await create(http, base, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}})
+    params = {
+        "watch": "1",
+        "sendInitialEvents": "false",
+        "resourceVersionMatch": "NotOlderThan",
+        "resourceVersion": "",
+    }
+    async with http.get(base, params=params) as response:
+        assert response.status == 200, await response.text()
+        line = asyncio.ensure_future(response.content.readline())
+        # "From now" starts somewhere after the request: writes go on until the
+        # watch sees one, and a's state would have come before any of them.
+        written: list[str] = []
+        async with asyncio.timeout(30):
+            while not line.done():
+                written.append(f"b{len(written)}")
+                body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": written[-1]}}
+                await create(http, base, body)
+                await asyncio.wait([line], timeout=0.1)
+        event = orjson.loads(line.result())
+    assert event["type"] == "ADDED"
+    assert event["object"]["metadata"]["name"] in written

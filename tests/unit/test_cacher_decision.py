@@ -43,6 +43,20 @@ def test_watch_lists_wait_for_freshness_like_lists(rv: str, answer: Plan) -> Non
 
 
 @pytest.mark.parametrize(
+    ("rv", "answer"),
+    [("", Plan.CACHE_CURRENT), ("0", Plan.CACHE), ("17", Plan.CACHE)],
+)
+def test_a_watch_declining_initial_events_from_unset_starts_at_the_current_revision(
+    rv: str, answer: Plan
+) -> None:
+    assert plan(Op.WATCH, rv, send_initial_events=False) is answer
+
+
+def test_a_watch_saying_nothing_is_served_from_the_cache_as_it_is() -> None:
+    assert all(plan(Op.WATCH, rv) is Plan.CACHE for rv in ("", "0", "17"))
+
+
+@pytest.mark.parametrize(
     ("key", "root"),
     [
         ("/configmaps/demo/a", "/configmaps/"),

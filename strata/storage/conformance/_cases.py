@@ -822,6 +822,51 @@ async def watch_list_not_older_than_a_revision_starts_at_or_after_it(suite: Suit
 
 
 @case
+async def watch_list_without_bookmarks_has_no_initial_events_end(suite: Suite) -> None:
+    # kube ends a watch-list's state with its BOOKMARK only when bookmarks are allowed.
+    root = suite.prefix()
+    await suite.storage.create(f"{root}ns/a", obj("a"))
+    await suite.storage.list(root, ListOptions())  # a cache is current from here
+    stream = suite.storage.watch(root, WatchOptions(resource_version="", send_initial_events=True))
+    (initial,) = await events(stream, 1)
+    created = await suite.storage.create(f"{root}ns/c", obj("c"))
+    got: list[Event] = []
+    async with asyncio.timeout(10):
+        while not got or got[-1].resource_version != created.resource_version:
+            got.append(await anext(stream))
+    await stream.aclose()
+    assert (initial.type, initial.object.name) == (Event.ADDED, "a")
+    assert [(e.type, e.object.name) for e in got] == [(Event.ADDED, "c")]
+
+
+@case
+async def watch_that_declines_initial_events_starts_now(suite: Suite) -> None:
+    # sendInitialEvents=false from "" (the current revision) or "0" (any): no state.
+    for rv in ("", "0"):
+        root = suite.prefix()
+        await suite.storage.create(f"{root}ns/a", obj("a"))
+        await suite.storage.list(root, ListOptions())  # a cache is current from here
+        stream = suite.storage.watch(
+            root, WatchOptions(resource_version=rv, send_initial_events=False)
+        )
+        first = asyncio.ensure_future(anext(stream))
+        # Writes until the watch (started by that first read) sees one: a's state
+        # would have come before any of them.
+        written: dict[int, str] = {}
+        async with asyncio.timeout(10):
+            while not first.done():
+                name = f"b{len(written)}"
+                written[
+                    (await suite.storage.create(f"{root}ns/{name}", obj(name))).resource_version
+                ] = name
+                await asyncio.wait([first], timeout=0.1)
+        event = first.result()
+        await stream.aclose()
+        assert event.type == Event.ADDED
+        assert written.get(event.resource_version) == event.object.name
+
+
+@case
 async def watch_of_one_key_ignores_its_neighbours(suite: Suite) -> None:
     root = suite.prefix()
     start = await suite.storage.create(f"{root}ns/other", obj("other"))

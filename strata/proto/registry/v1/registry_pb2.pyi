@@ -366,8 +366,9 @@ class ListOptions(_message.Message):
     allow_watch_bookmarks: _builtins.bool
     """Watches only: send BOOKMARK events."""
     send_initial_events: _builtins.bool
-    """Watches only: the current state first, ended by a BOOKMARK annotated
-    k8s.io/initial-events-end (kube's sendInitialEvents).
+    """kube's sendInitialEvents, set only when the request gave it (a watch-list
+    wants the current state first, ended by a BOOKMARK annotated
+    k8s.io/initial-events-end; a list must not give it at all).
     """
     timeout_seconds: _builtins.int
     """Watches only: timeoutSeconds (0 = none)."""
@@ -383,14 +384,16 @@ class ListOptions(_message.Message):
         limit: _builtins.int = ...,
         resource_version_match: _builtins.str = ...,
         allow_watch_bookmarks: _builtins.bool = ...,
-        send_initial_events: _builtins.bool = ...,
+        send_initial_events: _builtins.bool | None = ...,
         timeout_seconds: _builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["rendering", b"rendering"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_send_initial_events", b"_send_initial_events", "rendering", b"rendering", "send_initial_events", b"send_initial_events"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["allow_watch_bookmarks", b"allow_watch_bookmarks", "continue", b"continue", "field_selector", b"field_selector", "label_selector", b"label_selector", "limit", b"limit", "rendering", b"rendering", "resource_version", b"resource_version", "resource_version_match", b"resource_version_match", "send_initial_events", b"send_initial_events", "timeout_seconds", b"timeout_seconds"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_send_initial_events", b"_send_initial_events", "allow_watch_bookmarks", b"allow_watch_bookmarks", "continue", b"continue", "field_selector", b"field_selector", "label_selector", b"label_selector", "limit", b"limit", "rendering", b"rendering", "resource_version", b"resource_version", "resource_version_match", b"resource_version_match", "send_initial_events", b"send_initial_events", "timeout_seconds", b"timeout_seconds"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__send_initial_events: _TypeAlias = _typing.Literal["send_initial_events"]  # noqa: Y015
+    _WhichOneofArgType__send_initial_events: _TypeAlias = _typing.Literal["_send_initial_events", b"_send_initial_events"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__send_initial_events) -> _WhichOneofReturnType__send_initial_events | None: ...
 
 Global___ListOptions: _TypeAlias = ListOptions  # noqa: Y015
 

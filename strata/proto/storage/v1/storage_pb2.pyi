@@ -610,8 +610,11 @@ class WatchRequest(_message.Message):
     progress_notify: _builtins.bool
     """Send BOOKMARK events carrying the revision reached while nothing changes."""
     send_initial_events: _builtins.bool
-    """The state at the start as ADDED events (also for a given resource_version,
-    read as "not older than"), then a BOOKMARK with initial_events_end set.
+    """kube's sendInitialEvents, which has three states. true: the state at the
+    start as ADDED events (also for a given resource_version, read as "not
+    older than"), then, with progress_notify, a BOOKMARK with
+    initial_events_end set. false: no state, and a watch from "" or "0" starts
+    at the current revision. Unset: the state only for a watch from "" or "0".
     """
     timeout_seconds: _builtins.float
     """How long the caller will keep the watch open (0: no limit known); a cache
@@ -631,15 +634,17 @@ class WatchRequest(_message.Message):
         resource_version: _builtins.str = ...,
         predicate: Global___Predicate | None = ...,
         progress_notify: _builtins.bool = ...,
-        send_initial_events: _builtins.bool = ...,
+        send_initial_events: _builtins.bool | None = ...,
         timeout_seconds: _builtins.float = ...,
         progress_interval_seconds: _builtins.float = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["predicate", b"predicate"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_send_initial_events", b"_send_initial_events", "predicate", b"predicate", "send_initial_events", b"send_initial_events"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "predicate", b"predicate", "progress_interval_seconds", b"progress_interval_seconds", "progress_notify", b"progress_notify", "recursive", b"recursive", "resource_version", b"resource_version", "send_initial_events", b"send_initial_events", "timeout_seconds", b"timeout_seconds"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_send_initial_events", b"_send_initial_events", "key", b"key", "predicate", b"predicate", "progress_interval_seconds", b"progress_interval_seconds", "progress_notify", b"progress_notify", "recursive", b"recursive", "resource_version", b"resource_version", "send_initial_events", b"send_initial_events", "timeout_seconds", b"timeout_seconds"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__send_initial_events: _TypeAlias = _typing.Literal["send_initial_events"]  # noqa: Y015
+    _WhichOneofArgType__send_initial_events: _TypeAlias = _typing.Literal["_send_initial_events", b"_send_initial_events"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__send_initial_events) -> _WhichOneofReturnType__send_initial_events | None: ...
 
 Global___WatchRequest: _TypeAlias = WatchRequest  # noqa: Y015
 
