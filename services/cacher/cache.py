@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import contextlib
 import contextvars
 import time
 from collections.abc import AsyncGenerator, Callable
@@ -54,9 +55,12 @@ SYNC_TIMEOUT_SECONDS = 10.0
 READ_SYNC_WAIT_SECONDS = 3.0
 FUTURE_RV_WAIT_SECONDS = 3.0
 BOOKMARK_FREQUENCY_SECONDS = 60.0
-# How often the reflector's watch asks for progress, so a consistent read on an
-# idle resource learns quickly that the cache is fresh.
-PROGRESS_INTERVAL_SECONDS = 0.1
+# How often the reflector's watch asks for progress on its own, so an idle
+# resource's cache (and the bookmarks it sends) keeps up with etcd's revision. A
+# read that needs the cache current asks at once (wait_for_revision).
+PROGRESS_INTERVAL_SECONDS = 5.0
+# How often a read still waiting for the cache asks for progress again.
+PROGRESS_RETRY_SECONDS = 0.1
 
 log = telemetry.get_logger("strata.cacher")
 
@@ -109,6 +113,7 @@ class WatchCache:
         self._synced = asyncio.Event()
         self._on_synced = on_synced
         self._progress = asyncio.Condition()
+        self._progress_request: asyncio.Future[None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._bookmark_ticker_on = bookmark_ticker
 
@@ -349,14 +354,24 @@ class WatchCache:
         return ListResult(items=items, resource_version=self.revision)
 
     async def wait_for_revision(self, revision: int) -> None:
-        """Return once the cache has reached revision; TooLargeResourceVersion after a while."""
+        """Return once the cache has reached revision; TooLargeResourceVersion after a while.
+
+        Meanwhile storage is asked for progress, so a resource with nothing new
+        learns at once that it has reached revision (kube's progress requests)."""
         if self.revision >= revision:
             return
         started = time.monotonic()
 
+        def caught_up() -> bool:
+            return self.revision >= revision
+
         async def reached() -> None:
-            async with self._progress:
-                await self._progress.wait_for(lambda: self.revision >= revision)
+            while not caught_up():
+                await self._request_progress()
+                async with self._progress:
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(PROGRESS_RETRY_SECONDS):
+                            await self._progress.wait_for(caught_up)
 
         try:
             await asyncio.wait_for(reached(), FUTURE_RV_WAIT_SECONDS)
@@ -366,6 +381,15 @@ class WatchCache:
             ) from None
         finally:
             metrics.read_wait.labels(self._resource).observe(time.monotonic() - started)
+
+    async def _request_progress(self) -> None:
+        """One progress request upstream for every read waiting at the moment."""
+        if self._progress_request is None or self._progress_request.done():
+            self._progress_request = asyncio.ensure_future(self._upstream.request_progress())
+        try:
+            await asyncio.shield(self._progress_request)
+        except StorageError as e:  # the periodic progress still comes
+            log.warning("progress request failed", root=self.root, error=str(e))
 
     def _initial(self, watcher: Watcher) -> list[bytes]:
         """The current state a watcher wants, as encoded ADDED events."""

@@ -128,6 +128,9 @@ class CachedStorage:
     async def compact(self, revision: int) -> None:
         await self._upstream.compact(revision)
 
+    async def request_progress(self) -> None:
+        await self._upstream.request_progress()
+
     async def _fresh(self, cache: WatchCache, how: Plan, wanted: int) -> bool:
         """Wait until cache is fresh enough for how; False when storage must answer."""
         try:

@@ -313,6 +313,9 @@ class EtcdStorage:
             response = await self._etcd.range(start, prefix_end(start), count_only=True)
         return response.count
 
+    async def request_progress(self) -> None:
+        self._etcd.request_progress()
+
     async def compact(self, revision: int) -> None:
         with _etcd_errors("", revision):
             await self._etcd.compact(revision)

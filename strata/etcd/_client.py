@@ -48,6 +48,7 @@ class EtcdTLS:
 
 
 DEFAULT_REQUEST_TIMEOUT_SECONDS = 10.0
+_PROGRESS_REQUEST = rpc_pb2.WatchRequest(progress_request=rpc_pb2.WatchProgressRequest())
 _OPTIONS = [
     ("grpc.max_receive_message_length", 256 * 1024 * 1024),
     # Notice a dead connection within ~40s even when idle; etcd permits pings every 5s.
@@ -99,6 +100,8 @@ class Etcd:
         self._endpoints = [_Endpoint(e, tls) for e in listed]
         self._current = 0
         self._timeout = request_timeout
+        # The request queues of the open watches that want progress notifications.
+        self._progress_wanted: set[asyncio.Queue[rpc_pb2.WatchRequest | None]] = set()
 
     @property
     def _active(self) -> _Endpoint:
@@ -232,7 +235,8 @@ class Etcd:
         """Responses of one etcd watch, the created confirmation excluded.
 
         With progress_interval, etcd is asked for a progress notification (a
-        response without events carrying the revision reached) that often.
+        response without events carrying the revision reached) that often, and
+        whenever request_progress is called.
         A response with compact_revision set (or canceled) ends the stream; the
         caller decides what that means.
         """
@@ -249,13 +253,15 @@ class Etcd:
         async def ask_for_progress() -> None:
             while True:
                 await asyncio.sleep(progress_interval)
-                progress = rpc_pb2.WatchProgressRequest()
-                await requests.put(rpc_pb2.WatchRequest(progress_request=progress))
+                requests.put_nowait(_PROGRESS_REQUEST)
 
         endpoint = self._active
         with trace.use_span(self._span("Watch", key), end_on_exit=True):
             call = endpoint.watch.Watch(outgoing())
-        ticker = asyncio.create_task(ask_for_progress()) if progress_interval > 0 else None
+        ticker = None
+        if progress_interval > 0:
+            ticker = asyncio.create_task(ask_for_progress())
+            self._progress_wanted.add(requests)
         try:
             async for response in self._failing_over(call):
                 if response.created and not response.events and not response.canceled:
@@ -266,8 +272,15 @@ class Etcd:
         finally:
             if ticker is not None:
                 ticker.cancel()
+            self._progress_wanted.discard(requests)
             await requests.put(None)
             call.cancel()
+
+    def request_progress(self) -> None:
+        """Ask etcd for a progress notification on every open watch that wants
+        them, now (etcd answers once the watch has caught up)."""
+        for requests in self._progress_wanted:
+            requests.put_nowait(_PROGRESS_REQUEST)
 
     async def _failing_over(
         self, call: grpc.aio.StreamStreamCall[rpc_pb2.WatchRequest, rpc_pb2.WatchResponse]

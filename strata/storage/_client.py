@@ -202,3 +202,11 @@ class GrpcStorage:
         await self._unary(
             "Compact", "compact", storage_pb2.CompactRequest(revision=revision), "compact"
         )
+
+    async def request_progress(self) -> None:
+        await self._unary(
+            "RequestProgress",
+            "request_progress",
+            storage_pb2.RequestProgressRequest(),
+            "request_progress",
+        )

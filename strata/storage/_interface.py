@@ -134,3 +134,8 @@ class Storage(Protocol):
     async def compact(self, revision: int) -> None:
         """Forget the history before revision."""
         ...
+
+    async def request_progress(self) -> None:
+        """Have every open watch with progress_notify send a BOOKMARK at the
+        revision it has reached, soon (not at its next progress interval)."""
+        ...

@@ -103,6 +103,11 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
             "current_revision": ("CurrentRevision", self._current_revision, "current_revision"),
             "count": ("Count", self._count, "count"),
             "compact": ("Compact", self._compact, "compact"),
+            "request_progress": (
+                "RequestProgress",
+                self._request_progress,
+                "request_progress",
+            ),
         }
 
     # --- the operations ----------------------------------------------------------
@@ -166,6 +171,12 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
         await self._storage.compact(request.revision)
         return storage_pb2.CompactResponse()
 
+    async def _request_progress(
+        self, request: storage_pb2.RequestProgressRequest
+    ) -> storage_pb2.RequestProgressResponse:
+        await self._storage.request_progress()
+        return storage_pb2.RequestProgressResponse()
+
     # --- unary RPCs --------------------------------------------------------------
 
     async def Create(
@@ -205,6 +216,11 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
         self, request: storage_pb2.CompactRequest, context: Context
     ) -> storage_pb2.CompactResponse:
         return await _answer(context, self._compact(request))
+
+    async def RequestProgress(
+        self, request: storage_pb2.RequestProgressRequest, context: Context
+    ) -> storage_pb2.RequestProgressResponse:
+        return await _answer(context, self._request_progress(request))
 
     def _encoded_watch(self, request: storage_pb2.WatchRequest) -> AsyncGenerator[bytes, None]:
         """The watch's encoded WatchEvents: an implementation that encodes each event

@@ -23,6 +23,7 @@ RESULT_FIELDS = {
     "count": 5,
     "compact": 6,
     "failure": 7,
+    "request_progress": 8,
 }
 
 

@@ -14,7 +14,7 @@ CAPABILITIES = {
     "storage-unary": Capabilities(),
     # The cacher replays a compacted revision still in its window instead of
     # answering 410 (as kube's does).
-    "cacher": Capabilities(watch_expires_on_compaction=False),
+    "cacher": Capabilities(watch_expires_on_compaction=False, progress_on_request=False),
 }
 
 

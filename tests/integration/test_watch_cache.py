@@ -229,6 +229,21 @@ async def test_a_slow_watcher_is_closed_while_a_hundred_fast_ones_get_everything
     await cache.stop()
 
 
+async def test_a_read_waiting_for_an_idle_cache_asks_for_progress_at_once(
+    upstream: GrpcStorage,
+) -> None:
+    root = resource()
+    # Left to its own progress, this cache would learn of newer revisions each minute.
+    cache = await started(WatchCache(upstream, root, progress_interval=60))
+    await upstream.create(f"{resource()}ns/elsewhere", obj("elsewhere"))
+    current = await upstream.current_revision()
+    assert cache.revision < current
+    async with asyncio.timeout(2):  # well before wait_for_revision would give up (3s)
+        await cache.wait_for_revision(current)
+    assert cache.revision >= current
+    await cache.stop()
+
+
 class Sink:
     """A watch stream's sink as the cacher sees it: records what it is given and
     refuses live events once told to (its stream's reader fell behind)."""

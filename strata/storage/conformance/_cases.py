@@ -867,6 +867,30 @@ async def watch_that_declines_initial_events_starts_now(suite: Suite) -> None:
 
 
 @case
+async def request_progress_brings_an_idle_watch_a_bookmark_at_once(suite: Suite) -> None:
+    suite.require("progress_on_request")
+    root, elsewhere = suite.prefix(), suite.prefix()
+    start = await suite.storage.create(f"{root}ns/a", obj("a"))
+    # Its own progress would come only after a minute.
+    options = WatchOptions(
+        resource_version=str(start.resource_version),
+        progress_notify=True,
+        progress_interval_seconds=60,
+    )
+    stream = suite.storage.watch(root, options)
+    first = asyncio.ensure_future(anext(stream))
+    later = await suite.storage.create(f"{elsewhere}ns/b", obj("b"))
+    async with asyncio.timeout(10):
+        while not first.done():  # asked again until the watch (just starting) answers
+            await suite.storage.request_progress()
+            await asyncio.wait([first], timeout=0.2)
+    event = first.result()
+    await stream.aclose()
+    assert event.type == Event.BOOKMARK
+    assert event.resource_version >= later.resource_version
+
+
+@case
 async def watch_of_one_key_ignores_its_neighbours(suite: Suite) -> None:
     root = suite.prefix()
     start = await suite.storage.create(f"{root}ns/other", obj("other"))

@@ -26,6 +26,9 @@ class Capabilities:
     watch_expires_on_compaction: bool = True
     # BOOKMARK events arrive while a watch with progress_notify is idle.
     progress_notify: bool = True
+    # request_progress brings such a BOOKMARK at once (a cache catches up itself,
+    # and its own watchers get theirs on its bookmark timer, as in kube).
+    progress_on_request: bool = True
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -148,6 +148,7 @@ class Call(_message.Message):
     CURRENT_REVISION_FIELD_NUMBER: _builtins.int
     COUNT_FIELD_NUMBER: _builtins.int
     COMPACT_FIELD_NUMBER: _builtins.int
+    REQUEST_PROGRESS_FIELD_NUMBER: _builtins.int
     id: _builtins.int
     traceparent: _builtins.str
     """The caller's W3C traceparent when its span is sampled; empty otherwise."""
@@ -167,6 +168,8 @@ class Call(_message.Message):
     def count(self) -> Global___CountRequest: ...
     @_builtins.property
     def compact(self) -> Global___CompactRequest: ...
+    @_builtins.property
+    def request_progress(self) -> Global___RequestProgressRequest: ...
     def __init__(
         self,
         *,
@@ -180,12 +183,13 @@ class Call(_message.Message):
         current_revision: Global___CurrentRevisionRequest | None = ...,
         count: Global___CountRequest | None = ...,
         compact: Global___CompactRequest | None = ...,
+        request_progress: Global___RequestProgressRequest | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["compact", b"compact", "count", b"count", "create", b"create", "current_revision", b"current_revision", "delete", b"delete", "get", b"get", "list", b"list", "request", b"request", "update", b"update"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["compact", b"compact", "count", b"count", "create", b"create", "current_revision", b"current_revision", "delete", b"delete", "get", b"get", "list", b"list", "request", b"request", "request_progress", b"request_progress", "update", b"update"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["compact", b"compact", "count", b"count", "create", b"create", "current_revision", b"current_revision", "delete", b"delete", "get", b"get", "id", b"id", "list", b"list", "request", b"request", "traceparent", b"traceparent", "update", b"update"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["compact", b"compact", "count", b"count", "create", b"create", "current_revision", b"current_revision", "delete", b"delete", "get", b"get", "id", b"id", "list", b"list", "request", b"request", "request_progress", b"request_progress", "traceparent", b"traceparent", "update", b"update"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_request: _TypeAlias = _typing.Literal["create", "get", "list", "update", "delete", "current_revision", "count", "compact"]  # noqa: Y015
+    _WhichOneofReturnType_request: _TypeAlias = _typing.Literal["create", "get", "list", "update", "delete", "current_revision", "count", "compact", "request_progress"]  # noqa: Y015
     _WhichOneofArgType_request: _TypeAlias = _typing.Literal["request", b"request"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_request) -> _WhichOneofReturnType_request | None: ...
 
@@ -250,6 +254,7 @@ class Result(_message.Message):
     COUNT_FIELD_NUMBER: _builtins.int
     COMPACT_FIELD_NUMBER: _builtins.int
     FAILURE_FIELD_NUMBER: _builtins.int
+    REQUEST_PROGRESS_FIELD_NUMBER: _builtins.int
     id: _builtins.int
     @_builtins.property
     def object(self) -> Global___Object: ...
@@ -263,6 +268,8 @@ class Result(_message.Message):
     def compact(self) -> Global___CompactResponse: ...
     @_builtins.property
     def failure(self) -> Global___Failure: ...
+    @_builtins.property
+    def request_progress(self) -> Global___RequestProgressResponse: ...
     def __init__(
         self,
         *,
@@ -273,12 +280,13 @@ class Result(_message.Message):
         count: Global___CountResponse | None = ...,
         compact: Global___CompactResponse | None = ...,
         failure: Global___Failure | None = ...,
+        request_progress: Global___RequestProgressResponse | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["compact", b"compact", "count", b"count", "current_revision", b"current_revision", "failure", b"failure", "list", b"list", "object", b"object", "response", b"response"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["compact", b"compact", "count", b"count", "current_revision", b"current_revision", "failure", b"failure", "list", b"list", "object", b"object", "request_progress", b"request_progress", "response", b"response"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["compact", b"compact", "count", b"count", "current_revision", b"current_revision", "failure", b"failure", "id", b"id", "list", b"list", "object", b"object", "response", b"response"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["compact", b"compact", "count", b"count", "current_revision", b"current_revision", "failure", b"failure", "id", b"id", "list", b"list", "object", b"object", "request_progress", b"request_progress", "response", b"response"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_response: _TypeAlias = _typing.Literal["object", "list", "current_revision", "count", "compact", "failure"]  # noqa: Y015
+    _WhichOneofReturnType_response: _TypeAlias = _typing.Literal["object", "list", "current_revision", "count", "compact", "failure", "request_progress"]  # noqa: Y015
     _WhichOneofArgType_response: _TypeAlias = _typing.Literal["response", b"response"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_response) -> _WhichOneofReturnType_response | None: ...
 
@@ -803,3 +811,33 @@ class CompactResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___CompactResponse: _TypeAlias = CompactResponse  # noqa: Y015
+
+@_typing.final
+class RequestProgressRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RequestProgressRequest: _TypeAlias = RequestProgressRequest  # noqa: Y015
+
+@_typing.final
+class RequestProgressResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RequestProgressResponse: _TypeAlias = RequestProgressResponse  # noqa: Y015

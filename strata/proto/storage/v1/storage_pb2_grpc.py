@@ -79,6 +79,11 @@ class StorageStub:
                 request_serializer=strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.CompactRequest.SerializeToString,
                 response_deserializer=strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.CompactResponse.FromString,
                 _registered_method=True)
+        self.RequestProgress = channel.unary_unary(
+                '/strata.storage.v1.Storage/RequestProgress',
+                request_serializer=strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.RequestProgressRequest.SerializeToString,
+                response_deserializer=strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.RequestProgressResponse.FromString,
+                _registered_method=True)
         self.Pipeline = channel.stream_stream(
                 '/strata.storage.v1.Storage/Pipeline',
                 request_serializer=strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.Calls.SerializeToString,
@@ -152,6 +157,15 @@ class StorageServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RequestProgress(self, request, context):
+        """Ask every open watch that wants progress (progress_notify) for a BOOKMARK
+        at the revision it has reached, now rather than at its next interval: a
+        cache that must be current for a read learns it is, when nothing changed.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Pipeline(self, request_iterator, context):
         """The unary calls above, many at a time on one stream and batched both ways.
         In Python gRPC the per-call overhead dwarfs the work of a storage call, so
@@ -219,6 +233,11 @@ def add_StorageServicer_to_server(servicer, server):
                     servicer.Compact,
                     request_deserializer=strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.CompactRequest.FromString,
                     response_serializer=strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.CompactResponse.SerializeToString,
+            ),
+            'RequestProgress': grpc.unary_unary_rpc_method_handler(
+                    servicer.RequestProgress,
+                    request_deserializer=strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.RequestProgressRequest.FromString,
+                    response_serializer=strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.RequestProgressResponse.SerializeToString,
             ),
             'Pipeline': grpc.stream_stream_rpc_method_handler(
                     servicer.Pipeline,
@@ -474,6 +493,33 @@ class Storage:
             '/strata.storage.v1.Storage/Compact',
             strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.CompactRequest.SerializeToString,
             strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.CompactResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RequestProgress(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.storage.v1.Storage/RequestProgress',
+            strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.RequestProgressRequest.SerializeToString,
+            strata_dot_proto_dot_storage_dot_v1_dot_storage__pb2.RequestProgressResponse.FromString,
             options,
             channel_credentials,
             insecure,

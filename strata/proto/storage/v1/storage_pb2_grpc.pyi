@@ -53,6 +53,11 @@ class StorageStub:
     """How many objects are stored under a prefix."""
     Compact: _grpc.UnaryUnaryMultiCallable[_storage_pb2.CompactRequest, _storage_pb2.CompactResponse]
     """Forget history before a revision (tests and the compactor)."""
+    RequestProgress: _grpc.UnaryUnaryMultiCallable[_storage_pb2.RequestProgressRequest, _storage_pb2.RequestProgressResponse]
+    """Ask every open watch that wants progress (progress_notify) for a BOOKMARK
+    at the revision it has reached, now rather than at its next interval: a
+    cache that must be current for a read learns it is, when nothing changed.
+    """
     Pipeline: _grpc.StreamStreamMultiCallable[_storage_pb2.Calls, _storage_pb2.Results]
     """The unary calls above, many at a time on one stream and batched both ways.
     In Python gRPC the per-call overhead dwarfs the work of a storage call, so
@@ -82,6 +87,11 @@ class StorageAsyncStub(StorageStub):
     """How many objects are stored under a prefix."""
     Compact: _aio.UnaryUnaryMultiCallable[_storage_pb2.CompactRequest, _storage_pb2.CompactResponse]  # type: ignore[assignment]
     """Forget history before a revision (tests and the compactor)."""
+    RequestProgress: _aio.UnaryUnaryMultiCallable[_storage_pb2.RequestProgressRequest, _storage_pb2.RequestProgressResponse]  # type: ignore[assignment]
+    """Ask every open watch that wants progress (progress_notify) for a BOOKMARK
+    at the revision it has reached, now rather than at its next interval: a
+    cache that must be current for a read learns it is, when nothing changed.
+    """
     Pipeline: _aio.StreamStreamMultiCallable[_storage_pb2.Calls, _storage_pb2.Results]  # type: ignore[assignment]
     """The unary calls above, many at a time on one stream and batched both ways.
     In Python gRPC the per-call overhead dwarfs the work of a storage call, so
@@ -162,6 +172,17 @@ class StorageServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_storage_pb2.CompactResponse, _abc.Awaitable[_storage_pb2.CompactResponse]]:
         """Forget history before a revision (tests and the compactor)."""
+
+    @_abc_1.abstractmethod
+    def RequestProgress(
+        self,
+        request: _storage_pb2.RequestProgressRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_storage_pb2.RequestProgressResponse, _abc.Awaitable[_storage_pb2.RequestProgressResponse]]:
+        """Ask every open watch that wants progress (progress_notify) for a BOOKMARK
+        at the revision it has reached, now rather than at its next interval: a
+        cache that must be current for a read learns it is, when nothing changed.
+        """
 
     @_abc_1.abstractmethod
     def Pipeline(
