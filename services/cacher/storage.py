@@ -4,6 +4,7 @@ and the reads the cache cannot answer delegated to the storage service."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncGenerator, Callable
 
@@ -209,9 +210,10 @@ class CachedStorage:
         matches = compile_predicate(key, opts.predicate)
         served = await self._watch_cache(key, opts)
         if served is None:
-            async for event in self._upstream.watch(key, opts):
-                if not sink.send(event.SerializeToString()):
-                    return
+            async with contextlib.aclosing(self._upstream.watch(key, opts)) as events:
+                async for event in events:
+                    if not sink.send(event.SerializeToString()):
+                        return
             return
         cache, since = served
         await cache.watch_into(key, since, opts, matches, sink)

@@ -109,3 +109,26 @@ async def test_a_watch_that_fails_ends_with_its_error_and_the_others_go_on(
         assert list(frame.ids) == [7] and frame.event.object.name == "after"
     finally:
         call.close()
+
+
+async def test_a_watch_older_than_the_cache_is_replayed_from_storage(
+    storage: tuple[str, GrpcStorage],
+) -> None:
+    _, client = storage
+    root = f"/streamed{uuid.uuid4().hex[:8]}/"
+    first = await client.create(f"{root}ns/a", obj("a"))
+    changed = await client.update(
+        f"{root}ns/a", obj("a", team="b"), expected_resource_version=first.resource_version
+    )
+    # A cache starts here, after both writes: its window does not reach back to first.
+    await client.list(root, ListOptions(resource_version="0"))
+    call = client.watch_stream()
+    frames = call.frames()
+    call.open(1, root, WatchOptions(resource_version=str(first.resource_version), recursive=True))
+    try:
+        (frame,) = await event_frames(frames, 1)
+        assert list(frame.ids) == [1]
+        assert frame.event.type == storage_pb2.WatchEvent.MODIFIED
+        assert frame.event.resource_version == changed.resource_version
+    finally:
+        call.close()
