@@ -59,6 +59,15 @@ async def http(system: System) -> AsyncIterator[aiohttp.ClientSession]:
 
 
 @pytest.fixture(scope="session")
+async def system_etcd(system: System) -> AsyncIterator[Etcd]:
+    """A client of the running system's own etcd (to check what a request changed)."""
+    assert system.endpoints is not None
+    client = Etcd(system.endpoints.etcd.removeprefix("http://"))
+    yield client
+    await client.close()
+
+
+@pytest.fixture(scope="session")
 def etcd_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EtcdProcess]:
     root: Path = tmp_path_factory.mktemp("etcd")
     process = EtcdProcess(root / "data")

@@ -14,6 +14,7 @@ from services.registry.strategy import (
     Obj,
     Strategy,
     invalid_value,
+    too_long,
     validate_object_meta,
     validate_object_meta_update,
 )
@@ -153,13 +154,7 @@ class ConfigMapStrategy:
             causes.extend(_config_key_causes("binaryData", key))
             size += len(key) + len(str(value)) * 3 // 4
         if size > CONFIGMAP_MAX_BYTES:
-            causes.append(
-                Cause(
-                    reason="FieldValueTooLong",
-                    message=f"Too long: may not be more than {CONFIGMAP_MAX_BYTES} bytes",
-                    field="",
-                )
-            )
+            causes.append(too_long("", CONFIGMAP_MAX_BYTES))
         return causes
 
     def prepare_for_update(self, obj: Obj, old: Obj) -> None:

@@ -46,6 +46,40 @@ def immutable(field: str, value: object) -> Cause:
     return invalid_value(field, value, "field is immutable")
 
 
+# apimachinery's TotalAnnotationSizeLimitB: keys and values together.
+ANNOTATIONS_MAX_BYTES = 256 * 1024
+
+
+def too_long(field: str, limit: int) -> Cause:
+    """field.TooLong's wording (the value itself is left out)."""
+    message = f"Too long: may not be more than {limit} bytes"
+    return Cause(reason="FieldValueTooLong", message=message, field=field)
+
+
+def validate_labels(labels: dict[str, str], field: str = "metadata.labels") -> list[Cause]:
+    """ValidateLabels: qualified-name keys and label values."""
+    causes: list[Cause] = []
+    for key, value in labels.items():
+        causes.extend(invalid_value(field, key, e) for e in names.qualified_name_errors(key))
+        causes.extend(invalid_value(field, value, e) for e in names.label_value_errors(value))
+    return causes
+
+
+def validate_annotations(
+    annotations: dict[str, str], field: str = "metadata.annotations"
+) -> list[Cause]:
+    """ValidateAnnotations: qualified-name keys in any case, 256 KiB in all."""
+    causes = [
+        invalid_value(field, key, e)
+        for key in annotations
+        for e in names.qualified_name_errors(key.lower())
+    ]
+    size = sum(len(k.encode()) + len(v.encode()) for k, v in annotations.items())
+    if size > ANNOTATIONS_MAX_BYTES:
+        causes.append(too_long(field, ANNOTATIONS_MAX_BYTES))
+    return causes
+
+
 def validate_object_meta(obj: Obj, *, namespaced: bool, name_is_label: bool) -> list[Cause]:
     """apimachinery's ValidateObjectMeta for the fields strata serves."""
     meta = obj.get("metadata") or {}
@@ -65,6 +99,8 @@ def validate_object_meta(obj: Obj, *, namespaced: bool, name_is_label: bool) -> 
                 invalid_value("metadata.namespace", namespace, e)
                 for e in names.dns1123_label_errors(namespace)
             )
+    causes.extend(validate_labels(meta.get("labels") or {}))
+    causes.extend(validate_annotations(meta.get("annotations") or {}))
     return causes
 
 

@@ -11,12 +11,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from strata.api import names
 from strata.api.errors import StatusError, bad_request
-
-_KEY = re.compile(
-    r"^([a-z0-9A-Z]([-a-z0-9A-Z_.]*[a-z0-9A-Z])?/)?[a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?$"
-)
-_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,7 +83,7 @@ def _invalid(message: str) -> StatusError:
 
 
 def _checked_key(key: str) -> str:
-    if not _KEY.match(key) or len(key.rsplit("/", 1)[-1]) > 63:
+    if names.qualified_name_errors(key):
         raise _invalid(
             f'<nil>: Invalid value: "{key}": name part must consist of alphanumeric '
             "characters, '-', '_' or '.', and must start and end with an alphanumeric "
@@ -97,7 +93,7 @@ def _checked_key(key: str) -> str:
 
 
 def _checked_value(value: str) -> str:
-    if len(value) > 63 or not _VALUE.match(value):
+    if names.label_value_errors(value):
         raise _invalid(
             f'values[0]: Invalid value: "{value}": a valid label must be an empty '
             "string or consist of alphanumeric characters, '-', '_' or '.', and must "

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import ssl
-from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
@@ -14,36 +13,11 @@ import pytest
 
 from strata.dev import System
 from strata.etcd import Etcd
-
-
-@pytest.fixture(scope="module")
-async def etcd(system: System) -> AsyncIterator[Etcd]:
-    assert system.endpoints is not None
-    client = Etcd(system.endpoints.etcd.removeprefix("http://"))
-    yield client
-    await client.close()
-
-
-async def revision(etcd: Etcd) -> int:
-    return (await etcd.range(b"/", count_only=True)).header.revision
+from tests.support.registry_tester import refused
 
 
 def configmap(name: str, **extra: Any) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, **extra}
-
-
-async def refused(
-    http: aiohttp.ClientSession, etcd: Etcd, method: str, path: str, **kwargs: Any
-) -> dict[str, Any]:
-    before = await revision(etcd)
-    async with http.request(method, path, **kwargs) as response:
-        body: dict[str, Any] = orjson.loads(await response.read())
-        assert response.content_type == "application/json"
-        assert body["code"] == response.status
-    assert await revision(etcd) == before, "a refused request changed etcd"
-    assert body["kind"] == "Status" and body["apiVersion"] == "v1"
-    assert body["status"] == "Failure"
-    return body
 
 
 @pytest.mark.parametrize(
@@ -55,10 +29,10 @@ async def refused(
     ],
 )
 async def test_invalid_configmap_name_is_422(
-    http: aiohttp.ClientSession, etcd: Etcd, name: str, field_message: str
+    http: aiohttp.ClientSession, system_etcd: Etcd, name: str, field_message: str
 ) -> None:
     body = await refused(
-        http, etcd, "POST", "/api/v1/namespaces/default/configmaps", json=configmap(name)
+        http, system_etcd, "POST", "/api/v1/namespaces/default/configmaps", json=configmap(name)
     )
     assert body["code"] == 422
     assert body["reason"] == "Invalid"
@@ -70,10 +44,12 @@ async def test_invalid_configmap_name_is_422(
     assert body["details"]["kind"] == "ConfigMap" and body["details"]["name"] == name
 
 
-async def test_invalid_namespace_name_is_422(http: aiohttp.ClientSession, etcd: Etcd) -> None:
+async def test_invalid_namespace_name_is_422(
+    http: aiohttp.ClientSession, system_etcd: Etcd
+) -> None:
     body = await refused(
         http,
-        etcd,
+        system_etcd,
         "POST",
         "/api/v1/namespaces",
         json={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "has.dot"}},
@@ -82,10 +58,10 @@ async def test_invalid_namespace_name_is_422(http: aiohttp.ClientSession, etcd: 
     assert "a lowercase RFC 1123 label must consist of" in body["message"]
 
 
-async def test_missing_name_is_422_required(http: aiohttp.ClientSession, etcd: Etcd) -> None:
+async def test_missing_name_is_422_required(http: aiohttp.ClientSession, system_etcd: Etcd) -> None:
     body = await refused(
         http,
-        etcd,
+        system_etcd,
         "POST",
         "/api/v1/namespaces/default/configmaps",
         json={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}},
@@ -98,16 +74,16 @@ async def test_missing_name_is_422_required(http: aiohttp.ClientSession, etcd: E
     }
 
 
-async def test_missing_namespace_is_404(http: aiohttp.ClientSession, etcd: Etcd) -> None:
+async def test_missing_namespace_is_404(http: aiohttp.ClientSession, system_etcd: Etcd) -> None:
     body = await refused(
-        http, etcd, "POST", "/api/v1/namespaces/nowhere/configmaps", json=configmap("x")
+        http, system_etcd, "POST", "/api/v1/namespaces/nowhere/configmaps", json=configmap("x")
     )
     assert body["code"] == 404 and body["reason"] == "NotFound"
     assert body["message"] == 'namespaces "nowhere" not found'
     assert body["details"] == {"name": "nowhere", "kind": "namespaces"}
 
 
-async def test_duplicate_create_is_409(http: aiohttp.ClientSession, etcd: Etcd) -> None:
+async def test_duplicate_create_is_409(http: aiohttp.ClientSession, system_etcd: Etcd) -> None:
     async with http.post(
         "/api/v1/namespaces/default/configmaps", json=configmap("dup", data={"a": "1"})
     ) as response:
@@ -115,7 +91,7 @@ async def test_duplicate_create_is_409(http: aiohttp.ClientSession, etcd: Etcd) 
         first = orjson.loads(await response.read())
     body = await refused(
         http,
-        etcd,
+        system_etcd,
         "POST",
         "/api/v1/namespaces/default/configmaps",
         json=configmap("dup", data={"a": "2"}),
@@ -139,11 +115,11 @@ async def test_duplicate_create_is_409(http: aiohttp.ClientSession, etcd: Etcd) 
     ],
 )
 async def test_malformed_body_is_400(
-    http: aiohttp.ClientSession, etcd: Etcd, payload: bytes
+    http: aiohttp.ClientSession, system_etcd: Etcd, payload: bytes
 ) -> None:
     body = await refused(
         http,
-        etcd,
+        system_etcd,
         "POST",
         "/api/v1/namespaces/default/configmaps",
         data=payload,
@@ -152,20 +128,24 @@ async def test_malformed_body_is_400(
     assert body["code"] == 400 and body["reason"] == "BadRequest"
 
 
-async def test_namespace_mismatch_is_400(http: aiohttp.ClientSession, etcd: Etcd) -> None:
+async def test_namespace_mismatch_is_400(http: aiohttp.ClientSession, system_etcd: Etcd) -> None:
     obj = configmap("x")
     obj["metadata"]["namespace"] = "kube-system"
-    body = await refused(http, etcd, "POST", "/api/v1/namespaces/default/configmaps", json=obj)
+    body = await refused(
+        http, system_etcd, "POST", "/api/v1/namespaces/default/configmaps", json=obj
+    )
     assert body["code"] == 400
     assert body["message"] == (
         "the namespace of the provided object does not match the namespace sent on the request"
     )
 
 
-async def test_unsupported_media_type_is_415(http: aiohttp.ClientSession, etcd: Etcd) -> None:
+async def test_unsupported_media_type_is_415(
+    http: aiohttp.ClientSession, system_etcd: Etcd
+) -> None:
     body = await refused(
         http,
-        etcd,
+        system_etcd,
         "POST",
         "/api/v1/namespaces/default/configmaps",
         data=b"name=x",
@@ -186,16 +166,18 @@ async def test_unsupported_media_type_is_415(http: aiohttp.ClientSession, etcd: 
     ],
 )
 async def test_unknown_resource_is_404(
-    http: aiohttp.ClientSession, etcd: Etcd, method: str, path: str
+    http: aiohttp.ClientSession, system_etcd: Etcd, method: str, path: str
 ) -> None:
-    body = await refused(http, etcd, method, path, json=configmap("x"))
+    body = await refused(http, system_etcd, method, path, json=configmap("x"))
     assert body["code"] == 404 and body["reason"] == "NotFound"
     assert body["message"] == "the server could not find the requested resource"
 
 
-async def test_missing_object_is_404(http: aiohttp.ClientSession, etcd: Etcd) -> None:
+async def test_missing_object_is_404(http: aiohttp.ClientSession, system_etcd: Etcd) -> None:
     for method in ("GET", "DELETE"):
-        body = await refused(http, etcd, method, "/api/v1/namespaces/default/configmaps/absent")
+        body = await refused(
+            http, system_etcd, method, "/api/v1/namespaces/default/configmaps/absent"
+        )
         assert body["code"] == 404
         assert body["message"] == 'configmaps "absent" not found'
         assert body["details"] == {"name": "absent", "kind": "configmaps"}
@@ -203,14 +185,14 @@ async def test_missing_object_is_404(http: aiohttp.ClientSession, etcd: Etcd) ->
 
 @pytest.mark.parametrize("watch", [None, "1"])
 async def test_bad_selector_is_400(
-    http: aiohttp.ClientSession, etcd: Etcd, watch: str | None
+    http: aiohttp.ClientSession, system_etcd: Etcd, watch: str | None
 ) -> None:
     params = {"fieldSelector": "spec.foo=bar"} | ({"watch": watch} if watch else {})
-    body = await refused(http, etcd, "GET", "/api/v1/configmaps", params=params)
+    body = await refused(http, system_etcd, "GET", "/api/v1/configmaps", params=params)
     assert body["code"] == 400 and body["message"] == "field label not supported: spec.foo"
 
 
-async def test_stale_update_is_409_conflict(http: aiohttp.ClientSession, etcd: Etcd) -> None:
+async def test_stale_update_is_409_conflict(http: aiohttp.ClientSession, system_etcd: Etcd) -> None:
     async with http.post(
         "/api/v1/namespaces/default/configmaps", json=configmap("cas", data={"v": "1"})
     ) as response:
@@ -219,7 +201,9 @@ async def test_stale_update_is_409_conflict(http: aiohttp.ClientSession, etcd: E
     async with http.put("/api/v1/namespaces/default/configmaps/cas", json=fresh) as response:
         assert response.status == 200
     stale = dict(created, data={"v": "3"})
-    body = await refused(http, etcd, "PUT", "/api/v1/namespaces/default/configmaps/cas", json=stale)
+    body = await refused(
+        http, system_etcd, "PUT", "/api/v1/namespaces/default/configmaps/cas", json=stale
+    )
     assert body["code"] == 409 and body["reason"] == "Conflict"
     assert body["message"] == (
         'Operation cannot be fulfilled on configmaps "cas": the object has been modified; '
@@ -227,14 +211,14 @@ async def test_stale_update_is_409_conflict(http: aiohttp.ClientSession, etcd: E
     )
 
 
-async def test_no_token_is_401(system: System, etcd: Etcd) -> None:
+async def test_no_token_is_401(system: System, system_etcd: Etcd) -> None:
     assert system.endpoints is not None
     context = ssl.create_default_context(cafile=str(system.ca_file))
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context)) as anonymous:
         for headers in ({}, {"Authorization": "Bearer wrong"}):
             body = await refused(
                 anonymous,
-                etcd,
+                system_etcd,
                 "POST",
                 f"{system.endpoints.gateway}/api/v1/namespaces/default/configmaps",
                 json=configmap("anon"),
@@ -258,9 +242,9 @@ async def test_no_token_is_401(system: System, etcd: Etcd) -> None:
     ],
 )
 async def test_bad_list_options(
-    http: aiohttp.ClientSession, etcd: Etcd, params: dict[str, str], code: int, fragment: str
+    http: aiohttp.ClientSession, system_etcd: Etcd, params: dict[str, str], code: int, fragment: str
 ) -> None:
-    body = await refused(http, etcd, "GET", "/api/v1/namespaces", params=params)
+    body = await refused(http, system_etcd, "GET", "/api/v1/namespaces", params=params)
     assert body["code"] == code and fragment in body["message"]
     if code == 422:
         assert body["reason"] == "Invalid" and body["details"]["kind"] == "ListOptions"
@@ -313,11 +297,13 @@ REQUIRES_NOT_OLDER_THAN = (
 )
 async def test_bad_watch_options(
     http: aiohttp.ClientSession,
-    etcd: Etcd,
+    system_etcd: Etcd,
     params: dict[str, str],
     causes: list[tuple[str, str]],
 ) -> None:
-    body = await refused(http, etcd, "GET", "/api/v1/namespaces", params={"watch": "1", **params})
+    body = await refused(
+        http, system_etcd, "GET", "/api/v1/namespaces", params={"watch": "1", **params}
+    )
     assert (body["code"], body["reason"]) == (422, "Invalid")
     assert body["details"]["kind"] == "ListOptions"
     assert body["details"]["group"] == "meta.k8s.io"
@@ -327,25 +313,34 @@ async def test_bad_watch_options(
         assert body["message"] == f'ListOptions.meta.k8s.io "" is invalid: {field}: {message}'
 
 
-async def test_tampered_continue_token_is_400(http: aiohttp.ClientSession, etcd: Etcd) -> None:
+async def test_tampered_continue_token_is_400(
+    http: aiohttp.ClientSession, system_etcd: Etcd
+) -> None:
     async with http.get("/api/v1/namespaces", params={"limit": "1"}) as response:
         token = orjson.loads(await response.read())["metadata"]["continue"]
     body = await refused(
-        http, etcd, "GET", "/api/v1/namespaces", params={"limit": "1", "continue": token[:-2]}
+        http,
+        system_etcd,
+        "GET",
+        "/api/v1/namespaces",
+        params={"limit": "1", "continue": token[:-2]},
     )
     assert body["code"] == 400 and body["reason"] == "BadRequest"
 
 
-async def test_oversized_object_is_413(http: aiohttp.ClientSession, etcd: Etcd) -> None:
+async def test_oversized_object_is_413(http: aiohttp.ClientSession, system_etcd: Etcd) -> None:
+    # Valid field by field (annotations alone may not pass 256 KiB), too large for
+    # storage as a whole: some 1.7 MB of finalizers.
+    finalizers = [f"example.com/finalizer-{i:06d}" for i in range(60_000)]
     namespace = {
         "apiVersion": "v1",
         "kind": "Namespace",
-        "metadata": {"name": "huge", "annotations": {"blob": "x" * 1_600_000}},
+        "metadata": {"name": "huge", "finalizers": finalizers},
     }
     payload = io.BytesIO(orjson.dumps(namespace))
     body = await refused(
         http,
-        etcd,
+        system_etcd,
         "POST",
         "/api/v1/namespaces",
         data=payload,

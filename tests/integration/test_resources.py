@@ -1,0 +1,172 @@
+"""Each built-in resource's create/update/validation rules as a table, run
+through the real gateway and services by tests/support/registry_tester.py."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import aiohttp
+import pytest
+
+from strata.api import names
+from strata.etcd import Etcd
+from tests.support.registry_tester import Case, Obj, RegistryTester
+
+INVALID = "FieldValueInvalid"
+LABELS, ANNOTATIONS = "metadata.labels", "metadata.annotations"
+
+
+def invalid(field: str, value: str, detail: str) -> tuple[str, str, str]:
+    return (INVALID, field, f'Invalid value: "{value}": {detail}')
+
+
+def configmap(name: str, **metadata: Any) -> Obj:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, **metadata}}
+
+
+def namespace(name: str, **metadata: Any) -> Obj:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, **metadata}}
+
+
+def relabel(**labels: str) -> Any:
+    def change(obj: Obj) -> None:
+        obj["metadata"]["labels"] = labels
+
+    return change
+
+
+NAME_PART = f"name part {names.QUALIFIED_NAME_ERROR}"
+
+# Labels and annotations are ObjectMeta's: every resource checks them the same way.
+METADATA_CASES = [
+    Case(
+        id="labels-and-annotations-kept",
+        body=configmap(
+            "kept",
+            labels={"app": "web", "example.com/tier": "", "a.b_c-D": "x.Y_z-1"},
+            annotations={"Example.COM/Note": "any text at all, spaces included"},
+        ),
+        expect={
+            "metadata.labels": {"app": "web", "example.com/tier": "", "a.b_c-D": "x.Y_z-1"},
+            "metadata.annotations": {"Example.COM/Note": "any text at all, spaces included"},
+        },
+    ),
+    Case(
+        id="label-key-bad-name-part",
+        body=configmap("badkey", labels={"-app": "web"}),
+        causes=(invalid(LABELS, "-app", NAME_PART),),
+    ),
+    Case(
+        id="label-key-bad-prefix",
+        body=configmap("badprefix", labels={"Example.com/app": "web"}),
+        causes=(invalid(LABELS, "Example.com/app", f"prefix part {names.SUBDOMAIN_ERROR}"),),
+    ),
+    Case(
+        id="label-key-empty-prefix",
+        body=configmap("noprefix", labels={"/app": "web"}),
+        causes=(invalid(LABELS, "/app", "prefix part must be non-empty"),),
+    ),
+    Case(
+        id="label-key-two-slashes",
+        body=configmap("slashes", labels={"a/b/c": "web"}),
+        causes=(
+            invalid(
+                LABELS,
+                "a/b/c",
+                f"a qualified name {names.QUALIFIED_NAME_ERROR} with an optional DNS subdomain "
+                "prefix and '/' (e.g. 'example.com/MyName')",
+            ),
+        ),
+    ),
+    Case(
+        id="label-key-name-part-too-long",
+        body=configmap("longkey", labels={"k" * 64: "v"}),
+        causes=(invalid(LABELS, "k" * 64, "name part must be no more than 63 characters"),),
+    ),
+    Case(
+        id="label-value-bad",
+        body=configmap("badvalue", labels={"app": "web server"}),
+        causes=(invalid(LABELS, "web server", names.LABEL_VALUE_ERROR),),
+    ),
+    Case(
+        id="label-value-too-long",
+        body=configmap("longvalue", labels={"app": "v" * 64}),
+        causes=(invalid(LABELS, "v" * 64, "must be no more than 63 characters"),),
+    ),
+    Case(
+        id="annotation-key-bad",
+        body=configmap("badnote", annotations={"note!": "x"}),
+        causes=(invalid(ANNOTATIONS, "note!", NAME_PART),),
+    ),
+    Case(
+        id="annotations-too-large",
+        body=configmap("bignote", annotations={"a": "x" * (256 * 1024)}),
+        causes=(("FieldValueTooLong", ANNOTATIONS, "Too long: may not be more than 262144 bytes"),),
+    ),
+    Case(
+        id="update-keeps-valid-labels",
+        body=configmap("relabelled", labels={"app": "web"}),
+        update=relabel(app="api", tier="back"),
+        expect={"metadata.labels": {"app": "api", "tier": "back"}},
+    ),
+    Case(
+        id="update-to-bad-label-refused",
+        body=configmap("relabel-bad", labels={"app": "web"}),
+        update=relabel(app="not valid"),
+        causes=(invalid(LABELS, "not valid", names.LABEL_VALUE_ERROR),),
+    ),
+]
+
+CONFIGMAP_CASES = [
+    Case(
+        id="data-kept",
+        body={**configmap("data"), "data": {"a.key": "1", "B_KEY": "two"}},
+        expect={"data": {"a.key": "1", "B_KEY": "two"}},
+    ),
+    Case(
+        id="update-changes-data",
+        body={**configmap("changed"), "data": {"k": "1"}},
+        update=lambda obj: obj.update(data={"k": "2"}),
+        expect={"data": {"k": "2"}},
+    ),
+    Case(
+        id="uid-immutable",
+        body=configmap("uid"),
+        update=lambda obj: obj["metadata"].update(uid="00000000-0000-0000-0000-000000000000"),
+        causes=(
+            invalid("metadata.uid", "00000000-0000-0000-0000-000000000000", "field is immutable"),
+        ),
+    ),
+]
+
+NAMESPACE_CASES = [
+    Case(
+        id="namespace-labelled",
+        body=namespace(f"ns-{uuid.uuid4().hex[:8]}", labels={"team": "a"}),
+        expect={"status.phase": "Active", "spec.finalizers": ["kubernetes"]},
+    ),
+    Case(
+        id="namespace-bad-label",
+        body=namespace("ns-bad-label", labels={"team": "-a"}),
+        causes=(invalid(LABELS, "-a", names.LABEL_VALUE_ERROR),),
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+async def configmaps(http: aiohttp.ClientSession, system_etcd: Etcd) -> RegistryTester:
+    name = f"tester-{uuid.uuid4().hex[:8]}"
+    async with http.post("/api/v1/namespaces", json=namespace(name)) as response:
+        assert response.status == 201, await response.text()
+    return RegistryTester(http, system_etcd, f"/api/v1/namespaces/{name}/configmaps", "ConfigMap")
+
+
+@pytest.mark.parametrize("case", METADATA_CASES + CONFIGMAP_CASES, ids=str)
+async def test_configmaps(configmaps: RegistryTester, case: Case) -> None:
+    await configmaps.run(case)
+
+
+@pytest.mark.parametrize("case", NAMESPACE_CASES, ids=str)
+async def test_namespaces(http: aiohttp.ClientSession, system_etcd: Etcd, case: Case) -> None:
+    await RegistryTester(http, system_etcd, "/api/v1/namespaces", "Namespace").run(case)

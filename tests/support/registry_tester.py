@@ -1,0 +1,133 @@
+"""A table-driven tester for the registry's resources, through the real gateway
+and services on a real etcd.
+
+Each resource's tests are a table of Cases: an object to create and, for an
+update case, a change to make to what was created. A case with causes must be
+refused with 422 Invalid naming exactly those field causes, and leave etcd as
+it was; any other must be stored, and then read back with what `expect` says
+(dotted paths). Every object a case stores is deleted again, and must then be
+gone.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+import orjson
+
+from strata.etcd import Etcd
+
+Obj = dict[str, Any]
+# (reason, field, message) of one StatusCause.
+Cause = tuple[str, str, str]
+
+
+async def revision(etcd: Etcd) -> int:
+    return (await etcd.range(b"/", count_only=True)).header.revision
+
+
+async def refused(
+    http: aiohttp.ClientSession, etcd: Etcd, method: str, path: str, **kwargs: Any
+) -> Obj:
+    """The Status a refused request answered with; etcd must not have moved."""
+    before = await revision(etcd)
+    async with http.request(method, path, **kwargs) as response:
+        body: Obj = orjson.loads(await response.read())
+        assert response.content_type == "application/json"
+        assert body["code"] == response.status
+    assert await revision(etcd) == before, "a refused request changed etcd"
+    assert body["kind"] == "Status" and body["apiVersion"] == "v1"
+    assert body["status"] == "Failure"
+    return body
+
+
+@dataclass(frozen=True, kw_only=True)
+class Case:
+    id: str
+    body: Obj
+    # For an update case: changes the created object before it is PUT back.
+    update: Callable[[Obj], None] | None = None
+    # The causes of the 422 the write must get; empty: the write must succeed.
+    causes: tuple[Cause, ...] = ()
+    # Dotted paths and the values the stored object must have.
+    expect: Mapping[str, Any] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return self.id
+
+
+def lookup(obj: Obj, path: str) -> Any:
+    value: Any = obj
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+class RegistryTester:
+    """Runs Cases against one resource's collection (namespaced collections
+    under their namespace's path)."""
+
+    def __init__(
+        self, http: aiohttp.ClientSession, etcd: Etcd, collection: str, kind: str, group: str = ""
+    ) -> None:
+        self._http, self._etcd = http, etcd
+        self._collection, self._kind, self._group = collection, kind, group
+
+    async def run(self, case: Case) -> None:
+        name = case.body["metadata"]["name"]
+        if case.update is None and case.causes:
+            status = await refused(self._http, self._etcd, "POST", self._collection, json=case.body)
+            self._check_invalid(status, name, case.causes)
+            return
+        created = await self._write("POST", self._collection, case.body, 201)
+        try:
+            if case.update is not None:
+                changed = copy.deepcopy(created)
+                case.update(changed)
+                if case.causes:
+                    status = await refused(
+                        self._http, self._etcd, "PUT", self._item(name), json=changed
+                    )
+                    self._check_invalid(status, name, case.causes)
+                    assert await self._get(name) == created, "a refused update changed it"
+                else:
+                    await self._write("PUT", self._item(name), changed, 200)
+            stored = await self._get(name)
+            for path, value in case.expect.items():
+                assert lookup(stored, path) == value, (path, lookup(stored, path), value)
+        finally:
+            await self._delete(name)
+
+    def _item(self, name: str) -> str:
+        return f"{self._collection}/{name}"
+
+    def _check_invalid(self, status: Obj, name: str, causes: tuple[Cause, ...]) -> None:
+        assert (status["code"], status["reason"]) == (422, "Invalid"), status
+        details = status["details"]
+        assert (details["kind"], details["name"]) == (self._kind, name), details
+        if self._group:
+            assert details["group"] == self._group
+        got = [(c["reason"], c["field"], c["message"]) for c in details["causes"]]
+        assert sorted(got) == sorted(causes), got
+
+    async def _write(self, method: str, path: str, body: Obj, code: int) -> Obj:
+        async with self._http.request(method, path, json=body) as response:
+            answer: Obj = orjson.loads(await response.read())
+            assert response.status == code, answer
+        return answer
+
+    async def _get(self, name: str) -> Obj:
+        async with self._http.get(self._item(name)) as response:
+            body: Obj = orjson.loads(await response.read())
+            assert response.status == 200, body
+        return body
+
+    async def _delete(self, name: str) -> None:
+        async with self._http.delete(self._item(name)) as response:
+            assert response.status == 200, await response.text()
+        async with self._http.get(self._item(name)) as response:
+            assert response.status == 404, await response.text()
