@@ -28,6 +28,8 @@ _GO_ZERO_TIME = -62135596800
 _TYPES: dict[tuple[str, str], type[Message]] = {
     ("v1", "Namespace"): core_v1_pb2.Namespace,
     ("v1", "ConfigMap"): core_v1_pb2.ConfigMap,
+    ("v1", "Secret"): core_v1_pb2.Secret,
+    ("v1", "ServiceAccount"): core_v1_pb2.ServiceAccount,
     ("v1", "DeleteOptions"): meta_v1_pb2.DeleteOptions,
     ("meta.k8s.io/v1", "DeleteOptions"): meta_v1_pb2.DeleteOptions,
 }

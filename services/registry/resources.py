@@ -6,13 +6,15 @@ render `kubectl get` tables for any resource without knowing it.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.registry.secrets import SecretStrategy, ServiceAccountStrategy
 from services.registry.strategy import (
     Obj,
     Strategy,
+    config_key_causes,
+    immutable_when_set,
     invalid_value,
     too_long,
     validate_object_meta,
@@ -110,26 +112,7 @@ class NamespaceStrategy:
         return self.validate(obj) + validate_object_meta_update(obj, old)
 
 
-_CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
-_CONFIG_KEY_ERROR = (
-    "a valid config key must consist of alphanumeric characters, '-', '_' or '.' "
-    "(e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is "
-    "'[-._a-zA-Z0-9]+')"
-)
 CONFIGMAP_MAX_BYTES = 1024 * 1024
-
-
-def _config_key_causes(section: str, key: str) -> list[Cause]:
-    causes = []
-    if len(key) > 253:
-        causes.append(
-            invalid_value(f"{section}[{key}]", key, "must be no more than 253 characters")
-        )
-    if not _CONFIG_KEY.match(key):
-        causes.append(invalid_value(f"{section}[{key}]", key, _CONFIG_KEY_ERROR))
-    elif key in (".", "..") or key.startswith(".."):
-        causes.append(invalid_value(f"{section}[{key}]", key, "must not start with '..'"))
-    return causes
 
 
 class ConfigMapStrategy:
@@ -144,14 +127,14 @@ class ConfigMapStrategy:
         binary: dict[str, Any] = obj.get("binaryData") or {}
         size = 0
         for key, value in data.items():
-            causes.extend(_config_key_causes("data", key))
+            causes.extend(config_key_causes("data", key))
             if key in binary:
                 causes.append(
                     invalid_value(f"data[{key}]", key, "duplicate of key present in binaryData")
                 )
             size += len(key) + len(str(value))
         for key, value in binary.items():
-            causes.extend(_config_key_causes("binaryData", key))
+            causes.extend(config_key_causes("binaryData", key))
             size += len(key) + len(str(value)) * 3 // 4
         if size > CONFIGMAP_MAX_BYTES:
             causes.append(too_long("", CONFIGMAP_MAX_BYTES))
@@ -161,7 +144,9 @@ class ConfigMapStrategy:
         pass
 
     def validate_update(self, obj: Obj, old: Obj) -> list[Cause]:
-        return self.validate(obj) + validate_object_meta_update(obj, old)
+        causes = validate_object_meta_update(obj, old)
+        causes += immutable_when_set(obj, old, ("data", "binaryData"))
+        return causes + self.validate(obj)
 
 
 NAMESPACES = Resource(
@@ -197,9 +182,41 @@ CONFIGMAPS = Resource(
     short_names=("cm",),
     columns=(
         NAME_COLUMN,
-        Column(name="Data", type="string", description="", path="@data-count"),
+        Column(name="Data", type="string", description="", path="@count:data,binaryData"),
         AGE_COLUMN,
     ),
 )
 
-BUILT_IN = (NAMESPACES, CONFIGMAPS)
+SECRETS = Resource(
+    group="",
+    version="v1",
+    name="secrets",
+    singular="secret",
+    kind="Secret",
+    namespaced=True,
+    strategy=SecretStrategy(),
+    columns=(
+        NAME_COLUMN,
+        Column(name="Type", type="string", description="", path="type"),
+        Column(name="Data", type="string", description="", path="@count:data"),
+        AGE_COLUMN,
+    ),
+)
+
+SERVICE_ACCOUNTS = Resource(
+    group="",
+    version="v1",
+    name="serviceaccounts",
+    singular="serviceaccount",
+    kind="ServiceAccount",
+    namespaced=True,
+    strategy=ServiceAccountStrategy(),
+    short_names=("sa",),
+    columns=(
+        NAME_COLUMN,
+        Column(name="Secrets", type="string", description="", path="@count:secrets"),
+        AGE_COLUMN,
+    ),
+)
+
+BUILT_IN = (NAMESPACES, CONFIGMAPS, SECRETS, SERVICE_ACCOUNTS)

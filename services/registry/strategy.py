@@ -7,6 +7,7 @@ configuration; it says what is special about one resource and nothing else.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Protocol
 
 from strata.api import names
@@ -38,8 +39,24 @@ def invalid_value(field: str, value: object, detail: str) -> Cause:
     )
 
 
-def required(field: str, detail: str) -> Cause:
-    return Cause(reason="FieldValueRequired", message=f"Required value: {detail}", field=field)
+def required(field: str, detail: str = "") -> Cause:
+    message = f"Required value: {detail}" if detail else "Required value"
+    return Cause(reason="FieldValueRequired", message=message, field=field)
+
+
+def forbidden(field: str, detail: str) -> Cause:
+    return Cause(reason="FieldValueForbidden", message=f"Forbidden: {detail}", field=field)
+
+
+def immutable_when_set(obj: Obj, old: Obj, fields: tuple[str, ...]) -> list[Cause]:
+    """Once `immutable` is true (ConfigMaps, Secrets), it stays so and fields keep
+    their values (kube's ValidateConfigMapUpdate / ValidateSecretUpdate)."""
+    if not old.get("immutable"):
+        return []
+    detail = "field is immutable when `immutable` is set"
+    causes = [] if obj.get("immutable") else [forbidden("immutable", detail)]
+    causes.extend(forbidden(field, detail) for field in fields if obj.get(field) != old.get(field))
+    return causes
 
 
 def immutable(field: str, value: object) -> Cause:
@@ -77,6 +94,27 @@ def validate_annotations(
     size = sum(len(k.encode()) + len(v.encode()) for k, v in annotations.items())
     if size > ANNOTATIONS_MAX_BYTES:
         causes.append(too_long(field, ANNOTATIONS_MAX_BYTES))
+    return causes
+
+
+_CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+_CONFIG_KEY_ERROR = (
+    "a valid config key must consist of alphanumeric characters, '-', '_' or '.' "
+    "(e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is "
+    "'[-._a-zA-Z0-9]+')"
+)
+
+
+def config_key_causes(section: str, key: str) -> list[Cause]:
+    causes = []
+    if len(key) > 253:
+        causes.append(
+            invalid_value(f"{section}[{key}]", key, "must be no more than 253 characters")
+        )
+    if not _CONFIG_KEY.match(key):
+        causes.append(invalid_value(f"{section}[{key}]", key, _CONFIG_KEY_ERROR))
+    elif key in (".", "..") or key.startswith(".."):
+        causes.append(invalid_value(f"{section}[{key}]", key, "must not start with '..'"))
     return causes
 
 

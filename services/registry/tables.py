@@ -17,8 +17,8 @@ INCLUDE_OBJECT = ("None", "Metadata", "Object")
 def _cell(column: Column, obj: dict[str, Any]) -> Any:
     if column.path == "@age":
         return meta.age(obj.get("metadata", {}).get("creationTimestamp"))
-    if column.path == "@data-count":
-        return len(obj.get("data") or {}) + len(obj.get("binaryData") or {})
+    if column.path.startswith("@count:"):  # how many entries the named fields hold
+        return sum(len(obj.get(f) or ()) for f in column.path.removeprefix("@count:").split(","))
     value: Any = obj
     for part in column.path.split("."):
         value = value.get(part) if isinstance(value, dict) else None

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -174,3 +175,28 @@ def test_table_watch_prints_rows(system: System, demo: str) -> None:
         assert lines[0].split() == ["NAME", "DATA", "AGE"]
         names = {line.split()[0]: line.split()[1] for line in lines[1:]}
         assert names == {"before": "1", "after": "2"}
+
+
+def test_secrets_and_service_accounts(system: System, demo: str) -> None:
+    created = kubectl(
+        system, "-n", demo, "create", "secret", "generic", "creds", "--from-literal=user=admin"
+    )
+    assert created.stdout.strip() == "secret/creds created"
+    obj = json.loads(kubectl(system, "-n", demo, "get", "secret", "creds", "-o", "json").stdout)
+    assert obj["type"] == "Opaque"
+    assert base64.b64decode(obj["data"]["user"]) == b"admin"
+    table = kubectl(system, "-n", demo, "get", "secrets").stdout.splitlines()
+    assert table[0].split() == ["NAME", "TYPE", "DATA", "AGE"]
+    assert table[1].split()[:3] == ["creds", "Opaque", "1"]
+
+    made = kubectl(system, "-n", demo, "create", "serviceaccount", "builder")
+    assert made.stdout.strip() == "serviceaccount/builder created"
+    accounts = kubectl(system, "-n", demo, "get", "sa").stdout.splitlines()
+    assert accounts[0].split() == ["NAME", "SECRETS", "AGE"]
+    assert accounts[1].split()[:2] == ["builder", "0"]
+
+    refused = kubectl(
+        system, "-n", demo, "create", "secret", "generic", "Bad", "--from-literal=k=v", check=False
+    )
+    assert refused.returncode != 0
+    assert 'Secret "Bad" is invalid: metadata.name: Invalid value: "Bad"' in refused.stderr

@@ -347,3 +347,20 @@ async def test_oversized_object_is_413(http: aiohttp.ClientSession, system_etcd:
         headers={"Content-Type": "application/json"},
     )
     assert body["code"] == 413 and body["reason"] == "RequestEntityTooLarge"
+
+
+async def test_secret_data_that_is_not_base64_is_400(
+    http: aiohttp.ClientSession, system_etcd: Etcd
+) -> None:
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}
+    body = await refused(
+        http,
+        system_etcd,
+        "POST",
+        "/api/v1/namespaces/default/secrets",
+        json={**secret, "data": {"k": "not base64!"}},
+    )
+    assert (body["code"], body["reason"]) == (400, "BadRequest")
+    assert body["message"] == (
+        'Secret in version "v1" cannot be handled as a Secret: illegal base64 data at input byte 3'
+    )

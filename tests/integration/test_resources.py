@@ -3,6 +3,7 @@ through the real gateway and services by tests/support/registry_tester.py."""
 
 from __future__ import annotations
 
+import base64
 import uuid
 from typing import Any
 
@@ -37,6 +38,23 @@ def relabel(**labels: str) -> Any:
 
 
 NAME_PART = f"name part {names.QUALIFIED_NAME_ERROR}"
+IMMUTABLE_SET = "Forbidden: field is immutable when `immutable` is set"
+
+
+def secret(name: str, kind: str = "", **fields: Any) -> Obj:
+    body: Obj = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, **fields}
+    if kind:
+        body["type"] = kind
+    return body
+
+
+def b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+def required(field: str) -> tuple[str, str, str]:
+    return ("FieldValueRequired", field, "Required value")
+
 
 # Labels and annotations are ObjectMeta's: every resource checks them the same way.
 METADATA_CASES = [
@@ -131,12 +149,131 @@ CONFIGMAP_CASES = [
         expect={"data": {"k": "2"}},
     ),
     Case(
+        id="immutable-configmap-keeps-its-data",
+        body={**configmap("frozen"), "data": {"k": "v"}, "immutable": True},
+        update=lambda obj: obj.update(data={"k": "w"}, binaryData={"b": b64("x")}),
+        causes=(
+            ("FieldValueForbidden", "data", IMMUTABLE_SET),
+            ("FieldValueForbidden", "binaryData", IMMUTABLE_SET),
+        ),
+    ),
+    Case(
         id="uid-immutable",
         body=configmap("uid"),
         update=lambda obj: obj["metadata"].update(uid="00000000-0000-0000-0000-000000000000"),
         causes=(
             invalid("metadata.uid", "00000000-0000-0000-0000-000000000000", "field is immutable"),
         ),
+    ),
+]
+
+
+SECRET_CASES = [
+    Case(
+        id="opaque-by-default",
+        body=secret("plain", data={"password": b64("s3cret")}),
+        expect={"type": "Opaque", "data": {"password": b64("s3cret")}},
+    ),
+    Case(
+        id="string-data-folded-into-data",
+        body=secret("strings", data={"a": b64("1")}, stringData={"user": "admin", "a": "2"}),
+        expect={"data": {"a": b64("2"), "user": b64("admin")}, "stringData": None},
+    ),
+    Case(
+        id="data-key-invalid",
+        body=secret("badkey", data={"no spaces": b64("x")}),
+        causes=(
+            invalid(
+                "data[no spaces]",
+                "no spaces",
+                "a valid config key must consist of alphanumeric characters, '-', '_' or '.' "
+                "(e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation "
+                "is '[-._a-zA-Z0-9]+')",
+            ),
+        ),
+    ),
+    Case(
+        id="too-large",
+        body=secret("large", data={"a": b64("x" * 700_000), "b": b64("y" * 400_000)}),
+        causes=(("FieldValueTooLong", "data", "Too long: may not be more than 1048576 bytes"),),
+    ),
+    Case(
+        id="tls-needs-cert-and-key",
+        body=secret("tls", "kubernetes.io/tls", data={"ca.crt": b64("x")}),
+        causes=(required("data[tls.crt]"), required("data[tls.key]")),
+    ),
+    Case(
+        id="tls-complete",
+        body=secret("tls-ok", "kubernetes.io/tls", data={"tls.crt": b64("c"), "tls.key": b64("k")}),
+        expect={"type": "kubernetes.io/tls"},
+    ),
+    Case(
+        id="basic-auth-needs-a-username-or-password",
+        body=secret("basic", "kubernetes.io/basic-auth", data={}),
+        causes=(required("data[username]"), required("data[password]")),
+    ),
+    Case(
+        id="basic-auth-with-an-empty-password",
+        body=secret("basic-ok", "kubernetes.io/basic-auth", data={"password": ""}),
+        expect={"data": {"password": ""}},
+    ),
+    Case(
+        id="dockerconfigjson-needs-its-key",
+        body=secret("docker", "kubernetes.io/dockerconfigjson"),
+        causes=(required("data[.dockerconfigjson]"),),
+    ),
+    Case(
+        id="ssh-auth-needs-its-key",
+        body=secret("ssh", "kubernetes.io/ssh-auth"),
+        causes=(required("data[ssh-privatekey]"),),
+    ),
+    Case(
+        id="service-account-token-needs-its-account",
+        body=secret("token", "kubernetes.io/service-account-token"),
+        causes=(required("metadata.annotations[kubernetes.io/service-account.name]"),),
+    ),
+    Case(
+        id="type-immutable",
+        body=secret("retyped", data={"k": b64("v")}),
+        update=lambda obj: obj.update(type="example.com/other"),
+        causes=(invalid("type", "example.com/other", "field is immutable"),),
+    ),
+    Case(
+        id="immutable-secret-keeps-its-data",
+        body=secret("frozen", data={"k": b64("v")}, immutable=True),
+        update=lambda obj: obj.update(data={"k": b64("w")}),
+        causes=(("FieldValueForbidden", "data", IMMUTABLE_SET),),
+    ),
+    Case(
+        id="immutable-stays-set",
+        body=secret("frozen2", data={"k": b64("v")}, immutable=True),
+        update=lambda obj: obj.update(immutable=False),
+        causes=(("FieldValueForbidden", "immutable", IMMUTABLE_SET),),
+    ),
+    Case(
+        id="immutable-secret-metadata-may-change",
+        body=secret("frozen3", data={"k": b64("v")}, immutable=True),
+        update=relabel(app="x"),
+        expect={"metadata.labels": {"app": "x"}, "data": {"k": b64("v")}},
+    ),
+]
+
+SERVICE_ACCOUNT_CASES = [
+    Case(
+        id="service-account-kept",
+        body={
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": "builder"},
+            "automountServiceAccountToken": False,
+            "imagePullSecrets": [{"name": "registry"}],
+        },
+        expect={"automountServiceAccountToken": False, "imagePullSecrets": [{"name": "registry"}]},
+    ),
+    Case(
+        id="service-account-bad-name",
+        body={"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "Builder"}},
+        causes=(invalid("metadata.name", "Builder", names.SUBDOMAIN_ERROR),),
     ),
 ]
 
@@ -155,11 +292,19 @@ NAMESPACE_CASES = [
 
 
 @pytest.fixture(scope="module")
-async def configmaps(http: aiohttp.ClientSession, system_etcd: Etcd) -> RegistryTester:
+async def tester_namespace(http: aiohttp.ClientSession) -> str:
     name = f"tester-{uuid.uuid4().hex[:8]}"
     async with http.post("/api/v1/namespaces", json=namespace(name)) as response:
         assert response.status == 201, await response.text()
-    return RegistryTester(http, system_etcd, f"/api/v1/namespaces/{name}/configmaps", "ConfigMap")
+    return name
+
+
+@pytest.fixture(scope="module")
+async def configmaps(
+    http: aiohttp.ClientSession, system_etcd: Etcd, tester_namespace: str
+) -> RegistryTester:
+    collection = f"/api/v1/namespaces/{tester_namespace}/configmaps"
+    return RegistryTester(http, system_etcd, collection, "ConfigMap")
 
 
 @pytest.mark.parametrize("case", METADATA_CASES + CONFIGMAP_CASES, ids=str)
@@ -170,3 +315,19 @@ async def test_configmaps(configmaps: RegistryTester, case: Case) -> None:
 @pytest.mark.parametrize("case", NAMESPACE_CASES, ids=str)
 async def test_namespaces(http: aiohttp.ClientSession, system_etcd: Etcd, case: Case) -> None:
     await RegistryTester(http, system_etcd, "/api/v1/namespaces", "Namespace").run(case)
+
+
+@pytest.mark.parametrize("case", SECRET_CASES, ids=str)
+async def test_secrets(
+    http: aiohttp.ClientSession, system_etcd: Etcd, tester_namespace: str, case: Case
+) -> None:
+    collection = f"/api/v1/namespaces/{tester_namespace}/secrets"
+    await RegistryTester(http, system_etcd, collection, "Secret").run(case)
+
+
+@pytest.mark.parametrize("case", SERVICE_ACCOUNT_CASES, ids=str)
+async def test_serviceaccounts(
+    http: aiohttp.ClientSession, system_etcd: Etcd, tester_namespace: str, case: Case
+) -> None:
+    collection = f"/api/v1/namespaces/{tester_namespace}/serviceaccounts"
+    await RegistryTester(http, system_etcd, collection, "ServiceAccount").run(case)

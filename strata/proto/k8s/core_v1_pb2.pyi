@@ -195,3 +195,164 @@ class Namespace(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Namespace: _TypeAlias = Namespace  # noqa: Y015
+
+@_typing.final
+class Secret(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class DataEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.bytes
+        def __init__(
+            self,
+            *,
+            key: _builtins.str | None = ...,
+            value: _builtins.bytes | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    @_typing.final
+    class StringDataEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str | None = ...,
+            value: _builtins.str | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    METADATA_FIELD_NUMBER: _builtins.int
+    DATA_FIELD_NUMBER: _builtins.int
+    TYPE_FIELD_NUMBER: _builtins.int
+    STRINGDATA_FIELD_NUMBER: _builtins.int
+    IMMUTABLE_FIELD_NUMBER: _builtins.int
+    type: _builtins.str
+    immutable: _builtins.bool
+    @_builtins.property
+    def metadata(self) -> _meta_v1_pb2.ObjectMeta: ...
+    @_builtins.property
+    def data(self) -> _containers.ScalarMap[_builtins.str, _builtins.bytes]: ...
+    @_builtins.property
+    def stringData(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        metadata: _meta_v1_pb2.ObjectMeta | None = ...,
+        data: _abc.Mapping[_builtins.str, _builtins.bytes] | None = ...,
+        type: _builtins.str | None = ...,
+        stringData: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        immutable: _builtins.bool | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["immutable", b"immutable", "metadata", b"metadata", "type", b"type"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["data", b"data", "immutable", b"immutable", "metadata", b"metadata", "stringData", b"stringData", "type", b"type"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Secret: _TypeAlias = Secret  # noqa: Y015
+
+@_typing.final
+class ObjectReference(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KIND_FIELD_NUMBER: _builtins.int
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    UID_FIELD_NUMBER: _builtins.int
+    APIVERSION_FIELD_NUMBER: _builtins.int
+    RESOURCEVERSION_FIELD_NUMBER: _builtins.int
+    FIELDPATH_FIELD_NUMBER: _builtins.int
+    kind: _builtins.str
+    namespace: _builtins.str
+    name: _builtins.str
+    uid: _builtins.str
+    apiVersion: _builtins.str
+    resourceVersion: _builtins.str
+    fieldPath: _builtins.str
+    def __init__(
+        self,
+        *,
+        kind: _builtins.str | None = ...,
+        namespace: _builtins.str | None = ...,
+        name: _builtins.str | None = ...,
+        uid: _builtins.str | None = ...,
+        apiVersion: _builtins.str | None = ...,
+        resourceVersion: _builtins.str | None = ...,
+        fieldPath: _builtins.str | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["apiVersion", b"apiVersion", "fieldPath", b"fieldPath", "kind", b"kind", "name", b"name", "namespace", b"namespace", "resourceVersion", b"resourceVersion", "uid", b"uid"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["apiVersion", b"apiVersion", "fieldPath", b"fieldPath", "kind", b"kind", "name", b"name", "namespace", b"namespace", "resourceVersion", b"resourceVersion", "uid", b"uid"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ObjectReference: _TypeAlias = ObjectReference  # noqa: Y015
+
+@_typing.final
+class LocalObjectReference(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    def __init__(
+        self,
+        *,
+        name: _builtins.str | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["name", b"name"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LocalObjectReference: _TypeAlias = LocalObjectReference  # noqa: Y015
+
+@_typing.final
+class ServiceAccount(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    METADATA_FIELD_NUMBER: _builtins.int
+    SECRETS_FIELD_NUMBER: _builtins.int
+    IMAGEPULLSECRETS_FIELD_NUMBER: _builtins.int
+    AUTOMOUNTSERVICEACCOUNTTOKEN_FIELD_NUMBER: _builtins.int
+    automountServiceAccountToken: _builtins.bool
+    @_builtins.property
+    def metadata(self) -> _meta_v1_pb2.ObjectMeta: ...
+    @_builtins.property
+    def secrets(self) -> _containers.RepeatedCompositeFieldContainer[Global___ObjectReference]: ...
+    @_builtins.property
+    def imagePullSecrets(self) -> _containers.RepeatedCompositeFieldContainer[Global___LocalObjectReference]: ...
+    def __init__(
+        self,
+        *,
+        metadata: _meta_v1_pb2.ObjectMeta | None = ...,
+        secrets: _abc.Iterable[Global___ObjectReference] | None = ...,
+        imagePullSecrets: _abc.Iterable[Global___LocalObjectReference] | None = ...,
+        automountServiceAccountToken: _builtins.bool | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["automountServiceAccountToken", b"automountServiceAccountToken", "metadata", b"metadata"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["automountServiceAccountToken", b"automountServiceAccountToken", "imagePullSecrets", b"imagePullSecrets", "metadata", b"metadata", "secrets", b"secrets"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ServiceAccount: _TypeAlias = ServiceAccount  # noqa: Y015
