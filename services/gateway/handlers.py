@@ -17,7 +17,7 @@ from services.gateway import negotiation, paths
 from services.gateway.catalog import APIResource, Catalog
 from services.gateway.watches import RegistryWatches
 from strata.api import errors
-from strata.api.errors import StatusError
+from strata.api.errors import Cause, StatusError
 from strata.api.wire import status_from_rpc_error
 from strata.proto.registry.v1 import registry_pb2, registry_pb2_grpc
 
@@ -47,6 +47,20 @@ def _flag(value: str | None) -> bool | None:
 
 def _truthy(value: str | None) -> bool:
     return bool(_flag(value))
+
+
+def _dry_run(values: list[str], options_kind: str) -> bool:
+    """Whether the write is a dry run (kube's ValidateDryRun: "All" is the one
+    value; anything else is a 422 on the request's options)."""
+    if any(v != "All" for v in values):
+        shown = ", ".join(f'"{v}"' for v in values)  # Go's %#v of a []string
+        cause = Cause(
+            reason="FieldValueNotSupported",
+            message=f'Unsupported value: []string{{{shown}}}: supported values: "All"',
+            field="dryRun",
+        )
+        raise errors.invalid(options_kind, "", [cause], "meta.k8s.io")
+    return bool(values)
 
 
 class ResourceHandlers:
@@ -108,8 +122,9 @@ class ResourceHandlers:
             body = await negotiation.body_as_json(
                 request.headers.get("Content-Type", ""), await request.read()
             )
+            dry_run = _dry_run(request.query.getall("dryRun", []), "CreateOptions")
             created = await self._registry.Create(
-                registry_pb2.CreateRequest(resource=ref, body=body)
+                registry_pb2.CreateRequest(resource=ref, body=body, dry_run=dry_run)
             )
             return json_response(created.object, 201)
         if method == "PUT" and info.name:
@@ -117,8 +132,9 @@ class ResourceHandlers:
             body = await negotiation.body_as_json(
                 request.headers.get("Content-Type", ""), await request.read()
             )
+            dry_run = _dry_run(request.query.getall("dryRun", []), "UpdateOptions")
             updated = await self._registry.Update(
-                registry_pb2.UpdateRequest(resource=ref, name=info.name, body=body)
+                registry_pb2.UpdateRequest(resource=ref, name=info.name, body=body, dry_run=dry_run)
             )
             return json_response(updated.object)
         if method == "DELETE" and info.name:
@@ -251,12 +267,17 @@ class ResourceHandlers:
                 if not isinstance(options, dict):
                     raise errors.bad_request("DeleteOptions must be a JSON object")
         preconditions = options.get("preconditions") or {}
+        # Query parameters first, then what the body sets (kube's order).
+        dry_run_values = options.get("dryRun", request.query.getall("dryRun", []))
+        if not isinstance(dry_run_values, list):
+            raise errors.bad_request("DeleteOptions.dryRun must be a list of strings")
         response = await self._registry.Delete(
             registry_pb2.DeleteRequest(
                 resource=ref,
                 name=name,
                 precondition_uid=str(preconditions.get("uid") or ""),
                 precondition_resource_version=str(preconditions.get("resourceVersion") or ""),
+                dry_run=_dry_run([str(v) for v in dry_run_values], "DeleteOptions"),
             )
         )
         return json_response(response.object)

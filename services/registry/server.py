@@ -75,7 +75,10 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
         self, request: registry_pb2.CreateRequest, context: Context
     ) -> registry_pb2.ObjectResponse:
         ref = request.resource
-        body = await _answer(context, lambda: self._store(ref).create(ref.namespace, request.body))
+        body = await _answer(
+            context,
+            lambda: self._store(ref).create(ref.namespace, request.body, dry_run=request.dry_run),
+        )
         return registry_pb2.ObjectResponse(object=body)
 
     async def Get(
@@ -123,7 +126,10 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
     ) -> registry_pb2.ObjectResponse:
         ref = request.resource
         body = await _answer(
-            context, lambda: self._store(ref).update(ref.namespace, request.name, request.body)
+            context,
+            lambda: self._store(ref).update(
+                ref.namespace, request.name, request.body, dry_run=request.dry_run
+            ),
         )
         return registry_pb2.ObjectResponse(object=body)
 
@@ -138,7 +144,10 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
             )
         ref = request.resource
         body = await _answer(
-            context, lambda: self._store(ref).delete(ref.namespace, request.name, preconditions)
+            context,
+            lambda: self._store(ref).delete(
+                ref.namespace, request.name, preconditions, dry_run=request.dry_run
+            ),
         )
         return registry_pb2.ObjectResponse(object=body)
 

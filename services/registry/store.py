@@ -48,6 +48,7 @@ from strata.storage import (
     TooLargeResourceVersion,
     Unavailable,
     WatchOptions,
+    check_preconditions,
     guaranteed_update,
 )
 
@@ -273,7 +274,9 @@ class Store:
 
     # --- create ----------------------------------------------------------------
 
-    async def create(self, namespace: str, body: bytes) -> bytes:
+    async def create(self, namespace: str, body: bytes, *, dry_run: bool = False) -> bytes:
+        """The stored object; with dry_run, what would have been stored (no
+        resourceVersion), after every check a real create makes."""
         r = self.resource
         self._check_namespace_arg(namespace)
         obj = decode_body(body, r)
@@ -301,11 +304,13 @@ class Store:
             if r.namespaced:
                 await self._require_namespace(namespace)
             metadata["uid"] = str(uuid.uuid4())
+            key = r.key(namespace, metadata["name"])
             try:
                 with self._interpreted(metadata["name"]):
-                    stored = await self._storage.create(
-                        r.key(namespace, metadata["name"]), orjson.dumps(obj)
-                    )
+                    if dry_run:
+                        await self._refuse_taken(key)
+                        return orjson.dumps(obj)
+                    stored = await self._storage.create(key, orjson.dumps(obj))
                 return stored.value
             except StatusError as e:
                 if (
@@ -315,6 +320,14 @@ class Store:
                 ):
                     raise
         raise AssertionError("unreachable")
+
+    async def _refuse_taken(self, key: str) -> None:
+        """KeyExists when key holds an object (a dry-run create's check)."""
+        try:
+            await self._storage.get(key, GetOptions(resource_version=""))
+        except KeyNotFound:
+            return
+        raise KeyExists(key, "key exists")
 
     async def _require_namespace(self, namespace: str) -> None:
         # As kube's NamespaceLifecycle: the cache first, and a live read before
@@ -458,7 +471,9 @@ class Store:
 
     # --- update ----------------------------------------------------------------
 
-    async def update(self, namespace: str, name: str, body: bytes) -> bytes:
+    async def update(
+        self, namespace: str, name: str, body: bytes, *, dry_run: bool = False
+    ) -> bytes:
         r = self.resource
         self._check_namespace_arg(namespace)
         obj = decode_body(body, r)
@@ -498,19 +513,37 @@ class Store:
                 raise errors.invalid(r.kind, name, causes, r.group)
             return orjson.dumps(new)
 
+        key = r.key(namespace, name)
         with self._interpreted(name):
-            stored = await guaranteed_update(self._storage, r.key(namespace, name), apply)
+            if dry_run:
+                current = await self._storage.get(key, GetOptions(resource_version=""))
+                updated = orjson.loads(await apply(current))
+                # What a real update would answer, but at the revision that stays.
+                updated["metadata"]["resourceVersion"] = str(current.resource_version)
+                return orjson.dumps(updated)
+            stored = await guaranteed_update(self._storage, key, apply)
         return stored.value
 
     # --- delete ----------------------------------------------------------------
 
-    async def delete(self, namespace: str, name: str, preconditions: Preconditions | None) -> bytes:
+    async def delete(
+        self,
+        namespace: str,
+        name: str,
+        preconditions: Preconditions | None,
+        *,
+        dry_run: bool = False,
+    ) -> bytes:
         r = self.resource
         self._check_namespace_arg(namespace)
+        key = r.key(namespace, name)
         with self._interpreted(name):
-            deleted = await self._storage.delete(
-                r.key(namespace, name), preconditions=preconditions
-            )
+            if dry_run:
+                deleted = await self._storage.get(key, GetOptions(resource_version=""))
+                if preconditions is not None:
+                    check_preconditions(deleted, preconditions)
+            else:
+                deleted = await self._storage.delete(key, preconditions=preconditions)
         if r.return_deleted_object:
             return deleted.value
         return orjson.dumps(errors.success(r.name, name, deleted.uid, r.group))

@@ -38,6 +38,7 @@ from strata.storage import (
     TooLargeResourceVersion,
     Unavailable,
     WatchOptions,
+    check_preconditions,
 )
 from strata.storage import _continue as continuation
 from strata.storage._requests import (
@@ -243,7 +244,7 @@ class EtcdStorage:
                     raise KeyNotFound(key)
                 kv = current.kvs[0]
                 if preconditions is not None:
-                    self._check_preconditions(
+                    check_preconditions(
                         self._object(ekey, kv.value, kv.mod_revision), preconditions
                     )
                 response = await self._etcd.txn(
@@ -252,21 +253,6 @@ class EtcdStorage:
                 if response.succeeded:
                     return self._object(ekey, kv.value, response.header.revision)
                 current = response.responses[0].response_range
-
-    @staticmethod
-    def _check_preconditions(current: storage_pb2.Object, pre: Preconditions) -> None:
-        if pre.uid and pre.uid != current.uid:
-            raise Conflict(
-                current.key,
-                f"Precondition failed: UID in precondition: {pre.uid}, "
-                f"UID in object meta: {current.uid}",
-            )
-        if pre.resource_version and pre.resource_version != str(current.resource_version):
-            raise Conflict(
-                current.key,
-                f"Precondition failed: ResourceVersion in precondition: {pre.resource_version}, "
-                f"ResourceVersion in object meta: {current.resource_version}",
-            )
 
     # --- reads -----------------------------------------------------------------
 

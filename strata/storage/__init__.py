@@ -30,7 +30,7 @@ from strata.storage._interface import (
 )
 from strata.storage._keys import resource_of, resource_root
 from strata.storage._server import StorageServicer, add_to_server
-from strata.storage._update import guaranteed_update
+from strata.storage._update import check_preconditions, guaranteed_update
 from strata.storage._wire import SERVICE_NAME, abort, restore
 
 __all__ = [
@@ -61,6 +61,7 @@ __all__ = [
     "WatchOptions",
     "abort",
     "add_to_server",
+    "check_preconditions",
     "guaranteed_update",
     "resource_of",
     "resource_root",

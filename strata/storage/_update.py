@@ -1,5 +1,6 @@
 """guaranteed_update: the one read-modify-write retry loop (kube's
-GuaranteedUpdate), done as compare-and-swap so it works on any Storage."""
+GuaranteedUpdate), done as compare-and-swap so it works on any Storage; and the
+delete preconditions every implementation (and a dry run) checks the same way."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Awaitable, Callable
 
 from strata.proto.storage.v1 import storage_pb2
 from strata.storage._errors import Conflict
-from strata.storage._interface import GetOptions, Storage
+from strata.storage._interface import GetOptions, Preconditions, Storage
 
 UpdateFn = Callable[[storage_pb2.Object], Awaitable[bytes]]
 
@@ -32,3 +33,19 @@ async def guaranteed_update(
             if max_attempts and attempt >= max_attempts:
                 raise
             current = await storage.get(key, GetOptions(resource_version=""))
+
+
+def check_preconditions(current: storage_pb2.Object, pre: Preconditions) -> None:
+    """Conflict, with kube's message, when current is not what pre names."""
+    if pre.uid and pre.uid != current.uid:
+        raise Conflict(
+            current.key,
+            f"Precondition failed: UID in precondition: {pre.uid}, "
+            f"UID in object meta: {current.uid}",
+        )
+    if pre.resource_version and pre.resource_version != str(current.resource_version):
+        raise Conflict(
+            current.key,
+            f"Precondition failed: ResourceVersion in precondition: {pre.resource_version}, "
+            f"ResourceVersion in object meta: {current.resource_version}",
+        )

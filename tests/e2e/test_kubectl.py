@@ -200,3 +200,18 @@ def test_secrets_and_service_accounts(system: System, demo: str) -> None:
     )
     assert refused.returncode != 0
     assert 'Secret "Bad" is invalid: metadata.name: Invalid value: "Bad"' in refused.stderr
+
+
+def test_server_dry_run(system: System, demo: str) -> None:
+    out = kubectl(
+        system, "-n", demo, "create", "configmap", "dry", "--from-literal=k=v",
+        "--dry-run=server", "-o", "json",
+    )  # fmt: skip
+    answered = json.loads(out.stdout)
+    assert answered["data"] == {"k": "v"} and answered["metadata"]["uid"]
+    absent = kubectl(system, "-n", demo, "get", "configmap", "dry", check=False)
+    assert absent.returncode != 0 and 'configmaps "dry" not found' in absent.stderr
+    kubectl(system, "-n", demo, "create", "configmap", "real", "--from-literal=k=v")
+    deleted = kubectl(system, "-n", demo, "delete", "configmap", "real", "--dry-run=server")
+    assert deleted.stdout.strip() == 'configmap "real" deleted (server dry run)'
+    assert kubectl(system, "-n", demo, "get", "configmap", "real").returncode == 0

@@ -271,7 +271,12 @@ class CreateRequest(_message.Message):
 
     RESOURCE_FIELD_NUMBER: _builtins.int
     BODY_FIELD_NUMBER: _builtins.int
+    DRY_RUN_FIELD_NUMBER: _builtins.int
     body: _builtins.bytes
+    dry_run: _builtins.bool
+    """dryRun=All: everything a write does, nothing stored; the answer is what
+    would have been.
+    """
     @_builtins.property
     def resource(self) -> Global___ResourceRef: ...
     def __init__(
@@ -279,10 +284,11 @@ class CreateRequest(_message.Message):
         *,
         resource: Global___ResourceRef | None = ...,
         body: _builtins.bytes = ...,
+        dry_run: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["resource", b"resource"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "resource", b"resource"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "dry_run", b"dry_run", "resource", b"resource"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -463,8 +469,10 @@ class UpdateRequest(_message.Message):
     RESOURCE_FIELD_NUMBER: _builtins.int
     NAME_FIELD_NUMBER: _builtins.int
     BODY_FIELD_NUMBER: _builtins.int
+    DRY_RUN_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     body: _builtins.bytes
+    dry_run: _builtins.bool
     @_builtins.property
     def resource(self) -> Global___ResourceRef: ...
     def __init__(
@@ -473,10 +481,11 @@ class UpdateRequest(_message.Message):
         resource: Global___ResourceRef | None = ...,
         name: _builtins.str = ...,
         body: _builtins.bytes = ...,
+        dry_run: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["resource", b"resource"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "name", b"name", "resource", b"resource"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "dry_run", b"dry_run", "name", b"name", "resource", b"resource"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -490,9 +499,11 @@ class DeleteRequest(_message.Message):
     NAME_FIELD_NUMBER: _builtins.int
     PRECONDITION_UID_FIELD_NUMBER: _builtins.int
     PRECONDITION_RESOURCE_VERSION_FIELD_NUMBER: _builtins.int
+    DRY_RUN_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     precondition_uid: _builtins.str
     precondition_resource_version: _builtins.str
+    dry_run: _builtins.bool
     @_builtins.property
     def resource(self) -> Global___ResourceRef: ...
     def __init__(
@@ -502,10 +513,11 @@ class DeleteRequest(_message.Message):
         name: _builtins.str = ...,
         precondition_uid: _builtins.str = ...,
         precondition_resource_version: _builtins.str = ...,
+        dry_run: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["resource", b"resource"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "precondition_resource_version", b"precondition_resource_version", "precondition_uid", b"precondition_uid", "resource", b"resource"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["dry_run", b"dry_run", "name", b"name", "precondition_resource_version", b"precondition_resource_version", "precondition_uid", b"precondition_uid", "resource", b"resource"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
