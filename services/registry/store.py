@@ -233,6 +233,12 @@ def decode_body(body: bytes, resource: Resource) -> Obj:
     return obj
 
 
+def _finalized(stored: storage_pb2.Object) -> bool:
+    """Whether an object being deleted has no finalizers left."""
+    meta = orjson.loads(stored.value).get("metadata", {})
+    return bool(meta.get("deletionTimestamp")) and not meta.get("finalizers")
+
+
 class Store:
     def __init__(self, resource: Resource, storage: Storage) -> None:
         self.resource = resource
@@ -507,6 +513,10 @@ class Store:
             # a uid left out is the old one, a different one is refused below.
             new_meta["creationTimestamp"] = old_meta.get("creationTimestamp")
             new_meta.setdefault("uid", old_meta.get("uid"))
+            # ...and an update never takes back a deletion under way.
+            for field in ("deletionTimestamp", "deletionGracePeriodSeconds"):
+                if field in old_meta:
+                    new_meta[field] = old_meta[field]
             self._strategy.prepare_for_update(new, old)
             causes = self._strategy.validate_update(new, old)
             if causes:
@@ -522,6 +532,10 @@ class Store:
                 updated["metadata"]["resourceVersion"] = str(current.resource_version)
                 return orjson.dumps(updated)
             stored = await guaranteed_update(self._storage, key, apply)
+            if _finalized(stored):
+                # Its last finalizer is gone while it was being deleted: now it goes.
+                gone = Preconditions(resource_version=str(stored.resource_version))
+                await self._storage.delete(key, preconditions=gone)
         return stored.value
 
     # --- delete ----------------------------------------------------------------
@@ -534,16 +548,44 @@ class Store:
         *,
         dry_run: bool = False,
     ) -> bytes:
+        """The deleted object (or a Success Status, as the resource answers); an
+        object with finalizers is only marked with a deletionTimestamp, and that
+        is the answer, until its last finalizer is removed."""
         r = self.resource
         self._check_namespace_arg(namespace)
         key = r.key(namespace, name)
         with self._interpreted(name):
-            if dry_run:
-                deleted = await self._storage.get(key, GetOptions(resource_version=""))
+            while True:  # until a write lands on the state it was decided on
+                current = await self._storage.get(key, GetOptions(resource_version=""))
                 if preconditions is not None:
-                    check_preconditions(deleted, preconditions)
-            else:
-                deleted = await self._storage.delete(key, preconditions=preconditions)
+                    check_preconditions(current, preconditions)
+                obj = orjson.loads(current.value)
+                metadata = obj["metadata"]
+                if metadata.get("finalizers"):
+                    if metadata.get("deletionTimestamp"):
+                        return current.value  # marked already: nothing more to do
+                    metadata["deletionTimestamp"] = meta.now_rfc3339()
+                    metadata["deletionGracePeriodSeconds"] = 0
+                    if dry_run:
+                        return orjson.dumps(obj)
+                    try:
+                        marked = await self._storage.update(
+                            key,
+                            orjson.dumps(obj),
+                            expected_resource_version=current.resource_version,
+                        )
+                    except Conflict:
+                        continue
+                    return marked.value
+                if dry_run:
+                    deleted = current
+                    break
+                try:
+                    same = Preconditions(resource_version=str(current.resource_version))
+                    deleted = await self._storage.delete(key, preconditions=same)
+                except Conflict:
+                    continue
+                break
         if r.return_deleted_object:
             return deleted.value
         return orjson.dumps(errors.success(r.name, name, deleted.uid, r.group))

@@ -118,6 +118,33 @@ def config_key_causes(section: str, key: str) -> list[Cause]:
     return causes
 
 
+# Finalizers kube knows without a domain prefix.
+STANDARD_FINALIZERS = frozenset({"kubernetes", "orphan", "foregroundDeletion"})
+
+
+def _go_strings(values: list[str]) -> str:
+    """A []string as Go's %#v prints it."""
+    return "[]string{" + ", ".join(f'"{v}"' for v in values) + "}"
+
+
+def validate_finalizers(finalizers: list[str], field: str = "metadata.finalizers") -> list[Cause]:
+    """ValidateFinalizers plus core's check that a bare name is a standard one."""
+    causes: list[Cause] = []
+    for finalizer in finalizers:
+        errors = names.qualified_name_errors(finalizer)
+        causes.extend(invalid_value(field, finalizer, e) for e in errors)
+        if not errors and finalizer not in STANDARD_FINALIZERS and "/" not in finalizer:
+            detail = "name is neither a standard finalizer name nor is it fully qualified"
+            causes.append(invalid_value(field, finalizer, detail))
+    if "orphan" in finalizers and "foregroundDeletion" in finalizers:
+        message = (
+            f"Invalid value: {_go_strings(finalizers)}: finalizer orphan and foregroundDeletion "
+            "cannot be both set"
+        )
+        causes.append(Cause(reason="FieldValueInvalid", message=message, field=field))
+    return causes
+
+
 def validate_object_meta(obj: Obj, *, namespaced: bool, name_is_label: bool) -> list[Cause]:
     """apimachinery's ValidateObjectMeta for the fields strata serves."""
     meta = obj.get("metadata") or {}
@@ -139,13 +166,25 @@ def validate_object_meta(obj: Obj, *, namespaced: bool, name_is_label: bool) -> 
             )
     causes.extend(validate_labels(meta.get("labels") or {}))
     causes.extend(validate_annotations(meta.get("annotations") or {}))
+    causes.extend(validate_finalizers(meta.get("finalizers") or []))
     return causes
 
 
 def validate_object_meta_update(obj: Obj, old: Obj) -> list[Cause]:
     meta, old_meta = obj.get("metadata") or {}, old.get("metadata") or {}
     causes = []
-    for field in ("name", "namespace", "uid"):
+    for field in ("name", "namespace", "uid", "deletionTimestamp"):
         if meta.get(field) != old_meta.get(field):
             causes.append(immutable(f"metadata.{field}", meta.get(field)))
+    if old_meta.get("deletionTimestamp"):
+        old_finalizers = set(old_meta.get("finalizers") or [])
+        added = sorted(f for f in meta.get("finalizers") or [] if f not in old_finalizers)
+        if added:
+            causes.append(
+                forbidden(
+                    "metadata.finalizers",
+                    "no new finalizers can be added if the object is being deleted, found new "
+                    f"finalizers {_go_strings(added)}",
+                )
+            )
     return causes

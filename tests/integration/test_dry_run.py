@@ -4,15 +4,13 @@ and the answer is what would have been stored."""
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import aiohttp
-import orjson
 import pytest
 
 from strata.etcd import Etcd
-from tests.support.registry_tester import Obj, refused, revision
+from tests.support.registry_tester import Obj, answer, new_namespace, refused, revision
 
 DRY_RUN = {"dryRun": "All"}
 
@@ -23,20 +21,7 @@ def configmap(name: str, **fields: Any) -> Obj:
 
 @pytest.fixture(scope="module")
 async def collection(http: aiohttp.ClientSession) -> str:
-    name = f"dry-{uuid.uuid4().hex[:8]}"
-    body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-    async with http.post("/api/v1/namespaces", json=body) as response:
-        assert response.status == 201, await response.text()
-    return f"/api/v1/namespaces/{name}/configmaps"
-
-
-async def answer(
-    http: aiohttp.ClientSession, method: str, path: str, code: int, **kwargs: Any
-) -> Obj:
-    async with http.request(method, path, **kwargs) as response:
-        body: Obj = orjson.loads(await response.read())
-        assert response.status == code, body
-    return body
+    return f"/api/v1/namespaces/{await new_namespace(http, 'dry')}/configmaps"
 
 
 async def status_of(http: aiohttp.ClientSession, path: str) -> int:

@@ -12,7 +12,7 @@ import pytest
 
 from strata.api import names
 from strata.etcd import Etcd
-from tests.support.registry_tester import Case, Obj, RegistryTester
+from tests.support.registry_tester import Case, Obj, RegistryTester, new_namespace
 
 INVALID = "FieldValueInvalid"
 LABELS, ANNOTATIONS = "metadata.labels", "metadata.annotations"
@@ -121,6 +121,39 @@ METADATA_CASES = [
         id="annotations-too-large",
         body=configmap("bignote", annotations={"a": "x" * (256 * 1024)}),
         causes=(("FieldValueTooLong", ANNOTATIONS, "Too long: may not be more than 262144 bytes"),),
+    ),
+    Case(
+        id="finalizers-kept",
+        body=configmap("finalized", finalizers=["example.com/keep", "orphan"]),
+        expect={"metadata.finalizers": ["example.com/keep", "orphan"]},
+    ),
+    Case(
+        id="finalizer-bare-name-not-standard",
+        body=configmap("barefinalizer", finalizers=["mine"]),
+        causes=(
+            invalid(
+                "metadata.finalizers",
+                "mine",
+                "name is neither a standard finalizer name nor is it fully qualified",
+            ),
+        ),
+    ),
+    Case(
+        id="finalizer-bad-name",
+        body=configmap("badfinalizer", finalizers=["example.com/-x"]),
+        causes=(invalid("metadata.finalizers", "example.com/-x", NAME_PART),),
+    ),
+    Case(
+        id="finalizers-orphan-and-foreground",
+        body=configmap("bothfinalizers", finalizers=["orphan", "foregroundDeletion"]),
+        causes=(
+            (
+                INVALID,
+                "metadata.finalizers",
+                'Invalid value: []string{"orphan", "foregroundDeletion"}: finalizer orphan and '
+                "foregroundDeletion cannot be both set",
+            ),
+        ),
     ),
     Case(
         id="update-keeps-valid-labels",
@@ -293,10 +326,7 @@ NAMESPACE_CASES = [
 
 @pytest.fixture(scope="module")
 async def tester_namespace(http: aiohttp.ClientSession) -> str:
-    name = f"tester-{uuid.uuid4().hex[:8]}"
-    async with http.post("/api/v1/namespaces", json=namespace(name)) as response:
-        assert response.status == 201, await response.text()
-    return name
+    return await new_namespace(http, "tester")
 
 
 @pytest.fixture(scope="module")

@@ -5,14 +5,15 @@ Each resource's tests are a table of Cases: an object to create and, for an
 update case, a change to make to what was created. A case with causes must be
 refused with 422 Invalid naming exactly those field causes, and leave etcd as
 it was; any other must be stored, and then read back with what `expect` says
-(dotted paths). Every object a case stores is deleted again, and must then be
-gone.
+(dotted paths). Every object a case stores is deleted again (its finalizers
+cleared if that only marked it), and must then be gone.
 """
 
 from __future__ import annotations
 
 import copy
 import io
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +46,24 @@ async def refused(
     assert body["kind"] == "Status" and body["apiVersion"] == "v1"
     assert body["status"] == "Failure"
     return body
+
+
+async def answer(
+    http: aiohttp.ClientSession, method: str, path: str, code: int, **kwargs: Any
+) -> Obj:
+    """The JSON a request answered with, which must come with code."""
+    async with http.request(method, path, **kwargs) as response:
+        body: Obj = orjson.loads(await response.read())
+        assert response.status == code, body
+    return body
+
+
+async def new_namespace(http: aiohttp.ClientSession, prefix: str) -> str:
+    """A namespace of a test's own."""
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    await answer(http, "POST", "/api/v1/namespaces", 201, json=body)
+    return name
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,6 +157,11 @@ class RegistryTester:
 
     async def _delete(self, name: str) -> None:
         async with self._http.delete(self._item(name)) as response:
-            assert response.status == 200, await response.text()
+            answer: Obj = orjson.loads(await response.read())
+            assert response.status == 200, answer
+        if answer.get("metadata", {}).get("finalizers"):
+            # Only marked for deletion: it goes once its finalizers are cleared.
+            answer["metadata"]["finalizers"] = []
+            await self._write("PUT", self._item(name), answer, 200)
         async with self._http.get(self._item(name)) as response:
             assert response.status == 404, await response.text()
