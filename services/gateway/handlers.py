@@ -140,6 +140,11 @@ class ResourceHandlers:
         if method == "DELETE" and info.name:
             self._require(api, "delete", info)
             return await self._delete(request, ref, info.name)
+        if method == "DELETE":
+            self._require(api, "deletecollection", info)
+            if api.namespaced and not info.namespace:
+                raise errors.method_not_allowed(method, info.resource)
+            return await self._delete_collection(request, ref, api)
         raise errors.method_not_allowed(method, info.resource)
 
     @staticmethod
@@ -196,6 +201,13 @@ class ResourceHandlers:
         )
         if options.rendering.as_table:
             return json_response(response.table)
+        return self._list_body(ref, api, response)
+
+    @staticmethod
+    def _list_body(
+        ref: registry_pb2.ResourceRef, api: APIResource, response: registry_pb2.ListResponse
+    ) -> web.Response:
+        """A <Kind>List of the response's items, written around their JSON."""
         api_version = f"{ref.group}/{ref.version}" if ref.group else ref.version
         list_meta: dict[str, Any] = {"resourceVersion": str(response.resource_version)}
         if continue_token := getattr(response, "continue"):
@@ -252,9 +264,10 @@ class ResourceHandlers:
             await response.write_eof()
         return response
 
-    async def _delete(
-        self, request: web.Request, ref: registry_pb2.ResourceRef, name: str
-    ) -> web.Response:
+    @staticmethod
+    async def _delete_options(request: web.Request) -> tuple[dict[str, Any], bool]:
+        """The request's DeleteOptions (from its body) and whether it is a dry run
+        (query parameters first, then what the body sets: kube's order)."""
         options: dict[str, Any] = {}
         if request.can_read_body:
             raw = await request.read()
@@ -266,18 +279,34 @@ class ResourceHandlers:
                     raise errors.bad_request(f"invalid DeleteOptions: {e}") from None
                 if not isinstance(options, dict):
                     raise errors.bad_request("DeleteOptions must be a JSON object")
-        preconditions = options.get("preconditions") or {}
-        # Query parameters first, then what the body sets (kube's order).
         dry_run_values = options.get("dryRun", request.query.getall("dryRun", []))
         if not isinstance(dry_run_values, list):
             raise errors.bad_request("DeleteOptions.dryRun must be a list of strings")
+        return options, _dry_run([str(v) for v in dry_run_values], "DeleteOptions")
+
+    async def _delete_collection(
+        self, request: web.Request, ref: registry_pb2.ResourceRef, api: APIResource
+    ) -> web.Response:
+        _, dry_run = await self._delete_options(request)
+        response = await self._registry.DeleteCollection(
+            registry_pb2.DeleteCollectionRequest(
+                resource=ref, options=self._list_options(request), dry_run=dry_run
+            )
+        )
+        return self._list_body(ref, api, response)
+
+    async def _delete(
+        self, request: web.Request, ref: registry_pb2.ResourceRef, name: str
+    ) -> web.Response:
+        options, dry_run = await self._delete_options(request)
+        preconditions = options.get("preconditions") or {}
         response = await self._registry.Delete(
             registry_pb2.DeleteRequest(
                 resource=ref,
                 name=name,
                 precondition_uid=str(preconditions.get("uid") or ""),
                 precondition_resource_version=str(preconditions.get("resourceVersion") or ""),
-                dry_run=_dry_run([str(v) for v in dry_run_values], "DeleteOptions"),
+                dry_run=dry_run,
             )
         )
         return json_response(response.object)

@@ -45,7 +45,15 @@ class Resource:
     strategy: Strategy
     short_names: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
-    verbs: tuple[str, ...] = ("create", "delete", "get", "list", "update", "watch")
+    verbs: tuple[str, ...] = (
+        "create",
+        "delete",
+        "deletecollection",
+        "get",
+        "list",
+        "update",
+        "watch",
+    )
     columns: tuple[Column, ...] = ()
     # Whether DELETE answers with the object (else a Success Status).
     return_deleted_object: bool = False
@@ -158,6 +166,8 @@ NAMESPACES = Resource(
     namespaced=False,
     strategy=NamespaceStrategy(),
     short_names=("ns",),
+    # As kube's: namespaces go one at a time.
+    verbs=("create", "delete", "get", "list", "update", "watch"),
     columns=(
         NAME_COLUMN,
         Column(

@@ -8,7 +8,7 @@ from typing import TypeVar
 import grpc
 
 from services.registry.resources import Resource
-from services.registry.store import Page, Paging, Rendering, Store
+from services.registry.store import Page, Paging, Rendering, Selection, Store
 from services.registry.watches import Opened, Route, serve_watches
 from strata.api import errors
 from strata.api.errors import StatusError
@@ -31,6 +31,16 @@ async def _answer(context: Context, call: Callable[[], Awaitable[T]]) -> T:
 
 def _rendering(message: registry_pb2.Rendering) -> Rendering:
     return Rendering(as_table=message.as_table, include_object=message.include_object)
+
+
+def _list_response(page: Page) -> registry_pb2.ListResponse:
+    response = registry_pb2.ListResponse(
+        items=page.items, resource_version=page.resource_version, table=page.table
+    )
+    setattr(response, "continue", page.continue_token)  # a Python keyword
+    if page.remaining_item_count is not None:
+        response.remaining_item_count = page.remaining_item_count
+    return response
 
 
 def _send_initial_events(options: registry_pb2.ListOptions) -> bool | None:
@@ -99,27 +109,33 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
         options = request.options
 
         async def list_() -> Page:
-            store = self._store(request.resource)
-            selection = store.selection(
-                request.resource.namespace, options.label_selector, options.field_selector
-            )
-            paging = Paging(
-                resource_version=options.resource_version,
-                resource_version_match=options.resource_version_match,
-                limit=options.limit,
-                continue_token=getattr(options, "continue"),
-                send_initial_events=_send_initial_events(options),
-            )
+            store, selection, paging = self._listing(request.resource, options)
             return await store.list(selection, paging, _rendering(options.rendering))
 
-        page = await _answer(context, list_)
-        response = registry_pb2.ListResponse(
-            items=page.items, resource_version=page.resource_version, table=page.table
+        return _list_response(await _answer(context, list_))
+
+    async def DeleteCollection(
+        self, request: registry_pb2.DeleteCollectionRequest, context: Context
+    ) -> registry_pb2.ListResponse:
+        async def delete() -> Page:
+            store, selection, paging = self._listing(request.resource, request.options)
+            return await store.delete_collection(selection, paging, dry_run=request.dry_run)
+
+        return _list_response(await _answer(context, delete))
+
+    def _listing(
+        self, ref: registry_pb2.ResourceRef, options: registry_pb2.ListOptions
+    ) -> tuple[Store, Selection, Paging]:
+        store = self._store(ref)
+        selection = store.selection(ref.namespace, options.label_selector, options.field_selector)
+        paging = Paging(
+            resource_version=options.resource_version,
+            resource_version_match=options.resource_version_match,
+            limit=options.limit,
+            continue_token=getattr(options, "continue"),
+            send_initial_events=_send_initial_events(options),
         )
-        setattr(response, "continue", page.continue_token)  # a Python keyword
-        if page.remaining_item_count is not None:
-            response.remaining_item_count = page.remaining_item_count
-        return response
+        return store, selection, paging
 
     async def Update(
         self, request: registry_pb2.UpdateRequest, context: Context

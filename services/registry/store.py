@@ -553,39 +553,64 @@ class Store:
         is the answer, until its last finalizer is removed."""
         r = self.resource
         self._check_namespace_arg(namespace)
-        key = r.key(namespace, name)
         with self._interpreted(name):
-            while True:  # until a write lands on the state it was decided on
-                current = await self._storage.get(key, GetOptions(resource_version=""))
-                if preconditions is not None:
-                    check_preconditions(current, preconditions)
-                obj = orjson.loads(current.value)
-                metadata = obj["metadata"]
-                if metadata.get("finalizers"):
-                    if metadata.get("deletionTimestamp"):
-                        return current.value  # marked already: nothing more to do
-                    metadata["deletionTimestamp"] = meta.now_rfc3339()
-                    metadata["deletionGracePeriodSeconds"] = 0
-                    if dry_run:
-                        return orjson.dumps(obj)
-                    try:
-                        marked = await self._storage.update(
-                            key,
-                            orjson.dumps(obj),
-                            expected_resource_version=current.resource_version,
-                        )
-                    except Conflict:
-                        continue
-                    return marked.value
+            gone, value = await self._delete(r.key(namespace, name), preconditions, dry_run)
+        if not gone or r.return_deleted_object:
+            return value
+        uid = orjson.loads(value).get("metadata", {}).get("uid", "")
+        return orjson.dumps(errors.success(r.name, name, uid, r.group))
+
+    async def delete_collection(
+        self, selection: Selection, paging: Paging, *, dry_run: bool = False
+    ) -> Page:
+        """Deletes what the list would return, each as delete does; the objects as
+        deleted (or marked). One that went meanwhile is left out."""
+        listed = await self.list(selection, paging, Rendering())
+        deleted = []
+        for item in listed.items:
+            metadata = orjson.loads(item)["metadata"]
+            key = self.resource.key(metadata.get("namespace", ""), metadata["name"])
+            try:
+                with self._interpreted(metadata["name"]):
+                    _, value = await self._delete(key, None, dry_run)
+            except StatusError as e:
+                if e.reason == "NotFound":
+                    continue
+                raise
+            deleted.append(value)
+        return Page(items=deleted, resource_version=listed.resource_version)
+
+    async def _delete(
+        self, key: str, preconditions: Preconditions | None, dry_run: bool
+    ) -> tuple[bool, bytes]:
+        """Whether the object went (else it is only marked), and its last state."""
+        while True:  # until a write lands on the state it was decided on
+            current = await self._storage.get(key, GetOptions(resource_version=""))
+            if preconditions is not None:
+                check_preconditions(current, preconditions)
+            obj = orjson.loads(current.value)
+            metadata = obj["metadata"]
+            if metadata.get("finalizers"):
+                if metadata.get("deletionTimestamp"):
+                    return False, current.value  # marked already: nothing more to do
+                metadata["deletionTimestamp"] = meta.now_rfc3339()
+                metadata["deletionGracePeriodSeconds"] = 0
                 if dry_run:
-                    deleted = current
-                    break
+                    return False, orjson.dumps(obj)
                 try:
-                    same = Preconditions(resource_version=str(current.resource_version))
-                    deleted = await self._storage.delete(key, preconditions=same)
+                    marked = await self._storage.update(
+                        key,
+                        orjson.dumps(obj),
+                        expected_resource_version=current.resource_version,
+                    )
                 except Conflict:
                     continue
-                break
-        if r.return_deleted_object:
-            return deleted.value
-        return orjson.dumps(errors.success(r.name, name, deleted.uid, r.group))
+                return False, marked.value
+            if dry_run:
+                return True, current.value
+            try:
+                same = Preconditions(resource_version=str(current.resource_version))
+                deleted = await self._storage.delete(key, preconditions=same)
+            except Conflict:
+                continue
+            return True, deleted.value

@@ -71,3 +71,19 @@ def test_errors_arrive_as_status(core: Any) -> None:
         )
     assert raised.value.status == 422
     assert '"reason":"Invalid"' in (raised.value.body or "").replace(" ", "")
+
+
+def test_secrets_and_delete_collection(core: Any) -> None:
+    namespace = f"py-{uuid.uuid4().hex[:8]}"
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
+    for name, team in (("one", "a"), ("two", "a"), ("three", "b")):
+        secret = client.V1Secret(
+            metadata=client.V1ObjectMeta(name=name, labels={"team": team}),
+            string_data={"token": name},
+        )
+        core.create_namespaced_secret(namespace, secret)
+    read = core.read_namespaced_secret("one", namespace)
+    assert read.type == "Opaque" and read.data == {"token": "b25l"}  # base64 of "one"
+    core.delete_collection_namespaced_secret(namespace, label_selector="team=a")
+    left = core.list_namespaced_secret(namespace)
+    assert [s.metadata.name for s in left.items] == ["three"]

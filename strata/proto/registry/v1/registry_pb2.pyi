@@ -524,6 +524,33 @@ class DeleteRequest(_message.Message):
 Global___DeleteRequest: _TypeAlias = DeleteRequest  # noqa: Y015
 
 @_typing.final
+class DeleteCollectionRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESOURCE_FIELD_NUMBER: _builtins.int
+    OPTIONS_FIELD_NUMBER: _builtins.int
+    DRY_RUN_FIELD_NUMBER: _builtins.int
+    dry_run: _builtins.bool
+    @_builtins.property
+    def resource(self) -> Global___ResourceRef: ...
+    @_builtins.property
+    def options(self) -> Global___ListOptions: ...
+    def __init__(
+        self,
+        *,
+        resource: Global___ResourceRef | None = ...,
+        options: Global___ListOptions | None = ...,
+        dry_run: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options", "resource", b"resource"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["dry_run", b"dry_run", "options", b"options", "resource", b"resource"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteCollectionRequest: _TypeAlias = DeleteCollectionRequest  # noqa: Y015
+
+@_typing.final
 class WatchRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

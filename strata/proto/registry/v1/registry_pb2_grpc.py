@@ -64,6 +64,11 @@ class RegistryStub:
                 request_serializer=strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.DeleteRequest.SerializeToString,
                 response_deserializer=strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.ObjectResponse.FromString,
                 _registered_method=True)
+        self.DeleteCollection = channel.unary_unary(
+                '/strata.registry.v1.Registry/DeleteCollection',
+                request_serializer=strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.DeleteCollectionRequest.SerializeToString,
+                response_deserializer=strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.ListResponse.FromString,
+                _registered_method=True)
         self.WatchStream = channel.stream_stream(
                 '/strata.registry.v1.Registry/WatchStream',
                 request_serializer=strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.WatchStreamRequest.SerializeToString,
@@ -111,6 +116,14 @@ class RegistryServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DeleteCollection(self, request, context):
+        """Deletes every object a list with these options would return (each as
+        Delete would, finalizers included); answers the objects as deleted.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def WatchStream(self, request_iterator, context):
         """Watches, many on one stream (the gateway's, for all its clients). Watches are
         opened under ids the gateway picks and cancelled by id; each event goes
@@ -152,6 +165,11 @@ def add_RegistryServicer_to_server(servicer, server):
                     servicer.Delete,
                     request_deserializer=strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.DeleteRequest.FromString,
                     response_serializer=strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.ObjectResponse.SerializeToString,
+            ),
+            'DeleteCollection': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteCollection,
+                    request_deserializer=strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.DeleteCollectionRequest.FromString,
+                    response_serializer=strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.ListResponse.SerializeToString,
             ),
             'WatchStream': grpc.stream_stream_rpc_method_handler(
                     servicer.WatchStream,
@@ -321,6 +339,33 @@ class Registry:
             '/strata.registry.v1.Registry/Delete',
             strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.DeleteRequest.SerializeToString,
             strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.ObjectResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteCollection(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.registry.v1.Registry/DeleteCollection',
+            strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.DeleteCollectionRequest.SerializeToString,
+            strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.ListResponse.FromString,
             options,
             channel_credentials,
             insecure,

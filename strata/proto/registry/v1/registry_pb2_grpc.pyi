@@ -42,6 +42,10 @@ class RegistryStub:
     List: _grpc.UnaryUnaryMultiCallable[_registry_pb2.ListRequest, _registry_pb2.ListResponse]
     Update: _grpc.UnaryUnaryMultiCallable[_registry_pb2.UpdateRequest, _registry_pb2.ObjectResponse]
     Delete: _grpc.UnaryUnaryMultiCallable[_registry_pb2.DeleteRequest, _registry_pb2.ObjectResponse]
+    DeleteCollection: _grpc.UnaryUnaryMultiCallable[_registry_pb2.DeleteCollectionRequest, _registry_pb2.ListResponse]
+    """Deletes every object a list with these options would return (each as
+    Delete would, finalizers included); answers the objects as deleted.
+    """
     WatchStream: _grpc.StreamStreamMultiCallable[_registry_pb2.WatchStreamRequest, _registry_pb2.WatchFrames]
     """Watches, many on one stream (the gateway's, for all its clients). Watches are
     opened under ids the gateway picks and cancelled by id; each event goes
@@ -58,6 +62,10 @@ class RegistryAsyncStub(RegistryStub):
     List: _aio.UnaryUnaryMultiCallable[_registry_pb2.ListRequest, _registry_pb2.ListResponse]  # type: ignore[assignment]
     Update: _aio.UnaryUnaryMultiCallable[_registry_pb2.UpdateRequest, _registry_pb2.ObjectResponse]  # type: ignore[assignment]
     Delete: _aio.UnaryUnaryMultiCallable[_registry_pb2.DeleteRequest, _registry_pb2.ObjectResponse]  # type: ignore[assignment]
+    DeleteCollection: _aio.UnaryUnaryMultiCallable[_registry_pb2.DeleteCollectionRequest, _registry_pb2.ListResponse]  # type: ignore[assignment]
+    """Deletes every object a list with these options would return (each as
+    Delete would, finalizers included); answers the objects as deleted.
+    """
     WatchStream: _aio.StreamStreamMultiCallable[_registry_pb2.WatchStreamRequest, _registry_pb2.WatchFrames]  # type: ignore[assignment]
     """Watches, many on one stream (the gateway's, for all its clients). Watches are
     opened under ids the gateway picks and cancelled by id; each event goes
@@ -107,6 +115,16 @@ class RegistryServicer(metaclass=_abc_1.ABCMeta):
         request: _registry_pb2.DeleteRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_registry_pb2.ObjectResponse, _abc.Awaitable[_registry_pb2.ObjectResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def DeleteCollection(
+        self,
+        request: _registry_pb2.DeleteCollectionRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_registry_pb2.ListResponse, _abc.Awaitable[_registry_pb2.ListResponse]]:
+        """Deletes every object a list with these options would return (each as
+        Delete would, finalizers included); answers the objects as deleted.
+        """
 
     @_abc_1.abstractmethod
     def WatchStream(
