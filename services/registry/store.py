@@ -8,6 +8,7 @@ sees a storage error.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import uuid
 from collections.abc import Iterator
@@ -534,8 +535,10 @@ class Store:
             stored = await guaranteed_update(self._storage, key, apply)
             if _finalized(stored):
                 # Its last finalizer is gone while it was being deleted: now it goes.
+                # A write that came in between is an update that finishes the job.
                 gone = Preconditions(resource_version=str(stored.resource_version))
-                await self._storage.delete(key, preconditions=gone)
+                with contextlib.suppress(Conflict, KeyNotFound):
+                    await self._storage.delete(key, preconditions=gone)
         return stored.value
 
     # --- delete ----------------------------------------------------------------
