@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.registry.coordination import LeaseStrategy
 from services.registry.secrets import SecretStrategy, ServiceAccountStrategy
 from services.registry.strategy import (
     Obj,
@@ -21,6 +22,7 @@ from services.registry.strategy import (
     validate_object_meta_update,
 )
 from strata.api.errors import Cause
+from strata.storage import key_root
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,7 +68,7 @@ class Resource:
         return f"{self.group}/{self.version}" if self.group else self.version
 
     def key_prefix(self, namespace: str = "") -> str:
-        base = f"/{self.group}/{self.name}/" if self.group else f"/{self.name}/"
+        base = key_root(self.group, self.name)
         return f"{base}{namespace}/" if self.namespaced and namespace else base
 
     def key(self, namespace: str, name: str) -> str:
@@ -229,4 +231,19 @@ SERVICE_ACCOUNTS = Resource(
     ),
 )
 
-BUILT_IN = (NAMESPACES, CONFIGMAPS, SECRETS, SERVICE_ACCOUNTS)
+LEASES = Resource(
+    group="coordination.k8s.io",
+    version="v1",
+    name="leases",
+    singular="lease",
+    kind="Lease",
+    namespaced=True,
+    strategy=LeaseStrategy(),
+    columns=(
+        NAME_COLUMN,
+        Column(name="Holder", type="string", description="", path="spec.holderIdentity"),
+        AGE_COLUMN,
+    ),
+)
+
+BUILT_IN = (NAMESPACES, CONFIGMAPS, SECRETS, SERVICE_ACCOUNTS, LEASES)

@@ -28,7 +28,7 @@ from strata.storage._interface import (
     WatchEvent,
     WatchOptions,
 )
-from strata.storage._keys import resource_of, resource_root
+from strata.storage._keys import key_root, resource_of, resource_root
 from strata.storage._server import StorageServicer, add_to_server
 from strata.storage._update import check_preconditions, guaranteed_update
 from strata.storage._wire import SERVICE_NAME, abort, restore
@@ -63,6 +63,7 @@ __all__ = [
     "add_to_server",
     "check_preconditions",
     "guaranteed_update",
+    "key_root",
     "resource_of",
     "resource_root",
     "restore",

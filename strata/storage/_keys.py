@@ -8,15 +8,29 @@ Keys are "/<resource>/..." for the core and well-known groups and
 
 from __future__ import annotations
 
+# The built-in resources outside the core group, which kube stores under
+# "/<resource>/" like the core group's: their group comes from this table.
+WELL_KNOWN_GROUPS: dict[str, str] = {
+    "leases": "coordination.k8s.io",
+}
+
+
+def key_root(group: str, resource: str) -> str:
+    """Where every key of a resource starts."""
+    if not group or WELL_KNOWN_GROUPS.get(resource) == group:
+        return f"/{resource}/"
+    return f"/{group}/{resource}/"
+
 
 def resource_of(key: str) -> tuple[str, str]:
-    """(group, resource) of a key: "/secrets/ns/a" is ("", "secrets"),
-    "/example.com/widgets/ns/a" is ("example.com", "widgets")."""
+    """(group, resource) of a key: "/secrets/ns/a" is ("", "secrets"), "/leases/ns/a"
+    is ("coordination.k8s.io", "leases"), "/example.com/widgets/ns/a" is
+    ("example.com", "widgets")."""
     parts = key.split("/")
     first = parts[1] if len(parts) > 1 else ""
     if "." in first and len(parts) > 2 and parts[2]:
         return first, parts[2]
-    return "", first
+    return WELL_KNOWN_GROUPS.get(first, ""), first
 
 
 def resource_root(key: str) -> str:
@@ -24,4 +38,4 @@ def resource_root(key: str) -> str:
     group, resource = resource_of(key)
     if not resource:
         raise ValueError(f"key {key!r} names no resource")
-    return f"/{group}/{resource}/" if group else f"/{resource}/"
+    return key_root(group, resource)

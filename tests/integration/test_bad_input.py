@@ -364,3 +364,26 @@ async def test_secret_data_that_is_not_base64_is_400(
     assert body["message"] == (
         'Secret in version "v1" cannot be handled as a Secret: illegal base64 data at input byte 3'
     )
+
+
+async def test_a_lease_duration_that_is_not_an_integer_is_400(
+    http: aiohttp.ClientSession, system_etcd: Etcd
+) -> None:
+    lease = {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": "l"},
+        "spec": {"leaseDurationSeconds": "15"},
+    }
+    body = await refused(
+        http,
+        system_etcd,
+        "POST",
+        "/apis/coordination.k8s.io/v1/namespaces/default/leases",
+        json=lease,
+    )
+    assert (body["code"], body["reason"]) == (400, "BadRequest")
+    assert body["message"] == (
+        'Lease in version "v1" cannot be handled as a Lease: json: cannot unmarshal string into '
+        "Go struct field LeaseSpec.spec.leaseDurationSeconds of type int32"
+    )

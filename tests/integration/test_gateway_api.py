@@ -44,7 +44,23 @@ async def test_discovery_documents(http: aiohttp.ClientSession) -> None:
     api = await get_json(http, "/api")
     assert api["kind"] == "APIVersions" and api["versions"] == ["v1"]
     groups = await get_json(http, "/apis")
-    assert groups == {"kind": "APIGroupList", "apiVersion": "v1", "groups": []}
+    coordination = {"groupVersion": "coordination.k8s.io/v1", "version": "v1"}
+    assert groups == {
+        "kind": "APIGroupList",
+        "apiVersion": "v1",
+        "groups": [
+            {
+                "name": "coordination.k8s.io",
+                "versions": [coordination],
+                "preferredVersion": coordination,
+            }
+        ],
+    }
+    leases = await get_json(http, "/apis/coordination.k8s.io/v1")
+    assert leases["groupVersion"] == "coordination.k8s.io/v1"
+    assert [(r["name"], r["kind"], r["namespaced"]) for r in leases["resources"]] == [
+        ("leases", "Lease", True)
+    ]
     resources = await get_json(http, "/api/v1")
     assert resources["kind"] == "APIResourceList" and resources["groupVersion"] == "v1"
     by_name = {r["name"]: r for r in resources["resources"]}

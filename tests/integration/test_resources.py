@@ -310,6 +310,54 @@ SERVICE_ACCOUNT_CASES = [
     ),
 ]
 
+
+def lease(name: str, **spec: Any) -> Obj:
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+LEASE_CASES = [
+    Case(
+        id="lease-kept",
+        body=lease(
+            "leader",
+            holderIdentity="registry-0",
+            leaseDurationSeconds=15,
+            leaseTransitions=0,
+            renewTime="2026-11-21T00:00:00.000000Z",
+        ),
+        expect={"spec.holderIdentity": "registry-0", "spec.leaseDurationSeconds": 15},
+    ),
+    Case(
+        id="lease-renewed",
+        body=lease("renewed", holderIdentity="a", leaseDurationSeconds=15),
+        update=lambda obj: obj["spec"].update(holderIdentity="b", leaseTransitions=1),
+        expect={"spec.holderIdentity": "b", "spec.leaseTransitions": 1},
+    ),
+    Case(
+        id="lease-duration-positive",
+        body=lease("zero", leaseDurationSeconds=0),
+        causes=(
+            (INVALID, "spec.leaseDurationSeconds", "Invalid value: 0: must be greater than 0"),
+        ),
+    ),
+    Case(
+        id="lease-transitions-not-negative",
+        body=lease("negative", leaseTransitions=-1),
+        causes=(
+            (
+                INVALID,
+                "spec.leaseTransitions",
+                "Invalid value: -1: must be greater than or equal to 0",
+            ),
+        ),
+    ),
+]
+
 NAMESPACE_CASES = [
     Case(
         id="namespace-labelled",
@@ -361,3 +409,21 @@ async def test_serviceaccounts(
 ) -> None:
     collection = f"/api/v1/namespaces/{tester_namespace}/serviceaccounts"
     await RegistryTester(http, system_etcd, collection, "ServiceAccount").run(case)
+
+
+@pytest.mark.parametrize("case", LEASE_CASES, ids=str)
+async def test_leases(
+    http: aiohttp.ClientSession, system_etcd: Etcd, tester_namespace: str, case: Case
+) -> None:
+    collection = f"/apis/coordination.k8s.io/v1/namespaces/{tester_namespace}/leases"
+    await RegistryTester(http, system_etcd, collection, "Lease", "coordination.k8s.io").run(case)
+
+
+async def test_leases_are_stored_where_kube_stores_them(
+    http: aiohttp.ClientSession, system_etcd: Etcd, tester_namespace: str
+) -> None:
+    collection = f"/apis/coordination.k8s.io/v1/namespaces/{tester_namespace}/leases"
+    async with http.post(collection, json=lease("located", holderIdentity="x")) as response:
+        assert response.status == 201, await response.text()
+    key = f"/registry/leases/{tester_namespace}/located".encode()
+    assert (await system_etcd.range(key)).count == 1

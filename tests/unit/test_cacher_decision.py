@@ -64,6 +64,7 @@ def test_a_watch_saying_nothing_is_served_from_the_cache_as_it_is() -> None:
         ("/namespaces/demo", "/namespaces/"),
         ("/example.com/widgets/ns/w", "/example.com/widgets/"),
         ("/example.com/widgets/", "/example.com/widgets/"),
+        ("/leases/kube-node-lease/n1", "/leases/"),
     ],
 )
 def test_resource_root(key: str, root: str) -> None:
@@ -81,6 +82,7 @@ def test_resource_root_needs_a_resource() -> None:
         ("/secrets/ns/a", ("", "secrets")),
         ("/namespaces/demo", ("", "namespaces")),
         ("/example.com/widgets/ns/w", ("example.com", "widgets")),
+        ("/leases/ns/a", ("coordination.k8s.io", "leases")),
         ("/", ("", "")),
     ],
 )
