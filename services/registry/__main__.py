@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 
 import grpc
 
 from services.registry.bootstrap import ensure_system_namespaces
+from services.registry.namespaces import NamespaceLifecycle
 from services.registry.readiness import storage_readiness
 from services.registry.resources import BUILT_IN, NAMESPACES
 from services.registry.server import RegistryServicer
@@ -36,13 +38,22 @@ async def _run(args: argparse.Namespace) -> None:
     channel = service.connect(args.storage)
     storage = GrpcStorage(channel)
 
+    controllers: list[asyncio.Task[None]] = []
+
     async def register(server: grpc.aio.Server) -> None:
         await ensure_system_namespaces(Store(NAMESPACES, storage))
         registry_pb2_grpc.add_RegistryServicer_to_server(
             RegistryServicer(BUILT_IN, storage), server
         )
+        lifecycle = NamespaceLifecycle(
+            Store(NAMESPACES, storage), [Store(r, storage) for r in BUILT_IN]
+        )
+        controllers.append(asyncio.create_task(lifecycle.run(), name="namespace lifecycle"))
 
     async def stop() -> None:
+        for task in controllers:
+            task.cancel()
+        await asyncio.gather(*controllers, return_exceptions=True)
         await storage.close()
         await channel.close()
 

@@ -59,6 +59,9 @@ class Resource:
     columns: tuple[Column, ...] = ()
     # Whether DELETE answers with the object (else a Success Status).
     return_deleted_object: bool = False
+    # kube's namespace lifecycle: spec.finalizers hold a deletion back as
+    # metadata.finalizers do, and status.phase says Terminating meanwhile.
+    spec_finalizers: bool = False
     field_selectors: frozenset[str] = field(
         default_factory=lambda: frozenset({"metadata.name", "metadata.namespace"})
     )
@@ -170,6 +173,7 @@ NAMESPACES = Resource(
     short_names=("ns",),
     # As kube's: namespaces go one at a time.
     verbs=("create", "delete", "get", "list", "update", "watch"),
+    spec_finalizers=True,
     columns=(
         NAME_COLUMN,
         Column(

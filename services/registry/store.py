@@ -55,6 +55,7 @@ from strata.storage import (
 
 Obj = dict[str, Any]
 _GENERATE_NAME_ATTEMPTS = 8
+TERMINATING = "Terminating"
 # The annotation on the BOOKMARK that ends a watch-list's initial events.
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 _EVENT_TYPES = {
@@ -234,10 +235,17 @@ def decode_body(body: bytes, resource: Resource) -> Obj:
     return obj
 
 
-def _finalized(stored: storage_pb2.Object) -> bool:
+def held(obj: Obj, resource: Resource) -> bool:
+    """Whether finalizers hold obj's deletion back."""
+    if obj.get("metadata", {}).get("finalizers"):
+        return True
+    return resource.spec_finalizers and bool((obj.get("spec") or {}).get("finalizers"))
+
+
+def _finalized(stored: storage_pb2.Object, resource: Resource) -> bool:
     """Whether an object being deleted has no finalizers left."""
-    meta = orjson.loads(stored.value).get("metadata", {})
-    return bool(meta.get("deletionTimestamp")) and not meta.get("finalizers")
+    obj = orjson.loads(stored.value)
+    return bool(obj.get("metadata", {}).get("deletionTimestamp")) and not held(obj, resource)
 
 
 class Store:
@@ -309,7 +317,7 @@ class Store:
             if causes:
                 raise errors.invalid(r.kind, metadata.get("name", ""), causes, r.group)
             if r.namespaced:
-                await self._require_namespace(namespace)
+                await self._require_namespace(namespace, metadata["name"])
             metadata["uid"] = str(uuid.uuid4())
             key = r.key(namespace, metadata["name"])
             try:
@@ -336,20 +344,33 @@ class Store:
             return
         raise KeyExists(key, "key exists")
 
-    async def _require_namespace(self, namespace: str) -> None:
+    async def _require_namespace(self, namespace: str, name: str) -> None:
         # As kube's NamespaceLifecycle: the cache first, and a live read before
         # refusing, since a namespace created a moment ago may not be cached yet.
         key = NAMESPACES.key("", namespace)
         with self._interpreted(namespace):
             try:
-                await self._storage.get(key, GetOptions(resource_version="0"))
-                return
+                found = await self._storage.get(key, GetOptions(resource_version="0"))
             except KeyNotFound:
-                pass
-            try:
-                await self._storage.get(key, GetOptions(resource_version=""))
-            except KeyNotFound:
-                raise errors.not_found(NAMESPACES.name, namespace) from None
+                try:
+                    found = await self._storage.get(key, GetOptions(resource_version=""))
+                except KeyNotFound:
+                    raise errors.not_found(NAMESPACES.name, namespace) from None
+        if orjson.loads(found.value).get("status", {}).get("phase") == TERMINATING:
+            raise errors.forbidden(
+                self.resource.name,
+                name,
+                f"unable to create new content in namespace {namespace} because it is being "
+                "terminated",
+                self.resource.group,
+                (
+                    Cause(
+                        reason="NamespaceTerminating",
+                        message=f"namespace {namespace} is being terminated",
+                        field="metadata.namespace",
+                    ),
+                ),
+            )
 
     # --- reads -----------------------------------------------------------------
 
@@ -533,13 +554,32 @@ class Store:
                 updated["metadata"]["resourceVersion"] = str(current.resource_version)
                 return orjson.dumps(updated)
             stored = await guaranteed_update(self._storage, key, apply)
-            if _finalized(stored):
-                # Its last finalizer is gone while it was being deleted: now it goes.
-                # A write that came in between is an update that finishes the job.
-                gone = Preconditions(resource_version=str(stored.resource_version))
-                with contextlib.suppress(Conflict, KeyNotFound):
-                    await self._storage.delete(key, preconditions=gone)
+            await self._delete_if_finalized(stored)
         return stored.value
+
+    async def _delete_if_finalized(self, stored: storage_pb2.Object) -> None:
+        """Delete an object whose last finalizer just went while it was being
+        deleted. A write that came in between is an update that finishes the job."""
+        if _finalized(stored, self.resource):
+            gone = Preconditions(resource_version=str(stored.resource_version))
+            with contextlib.suppress(Conflict, KeyNotFound):
+                await self._storage.delete(stored.key, preconditions=gone)
+
+    async def remove_spec_finalizer(self, namespace: str, name: str, finalizer: str) -> None:
+        """Take finalizer out of spec.finalizers (what kube's finalize subresource
+        does for namespaces), deleting the object if that was the last hold."""
+
+        async def drop(current: storage_pb2.Object) -> bytes:
+            obj = orjson.loads(current.value)
+            spec = obj.setdefault("spec", {})
+            spec["finalizers"] = [f for f in spec.get("finalizers") or [] if f != finalizer]
+            return orjson.dumps(obj)
+
+        with self._interpreted(name):
+            stored = await guaranteed_update(
+                self._storage, self.resource.key(namespace, name), drop
+            )
+            await self._delete_if_finalized(stored)
 
     # --- delete ----------------------------------------------------------------
 
@@ -593,11 +633,13 @@ class Store:
                 check_preconditions(current, preconditions)
             obj = orjson.loads(current.value)
             metadata = obj["metadata"]
-            if metadata.get("finalizers"):
+            if held(obj, self.resource):
                 if metadata.get("deletionTimestamp"):
                     return False, current.value  # marked already: nothing more to do
                 metadata["deletionTimestamp"] = meta.now_rfc3339()
                 metadata["deletionGracePeriodSeconds"] = 0
+                if self.resource.spec_finalizers:
+                    obj.setdefault("status", {})["phase"] = TERMINATING
                 if dry_run:
                     return False, orjson.dumps(obj)
                 try:

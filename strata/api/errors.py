@@ -96,6 +96,20 @@ def path_not_found() -> StatusError:
     )
 
 
+def forbidden(
+    resource: str, name: str, detail: str, group: str = "", causes: tuple[Cause, ...] = ()
+) -> StatusError:
+    details = _details(resource, name, group)
+    if causes:
+        details["causes"] = [c.as_dict() for c in causes]
+    return StatusError(
+        code=403,
+        reason="Forbidden",
+        message=f'{_qualified(resource, group)} "{name}" is forbidden: {detail}',
+        details=details,
+    )
+
+
 def already_exists(resource: str, name: str, group: str = "") -> StatusError:
     return StatusError(
         code=409,

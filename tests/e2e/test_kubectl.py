@@ -231,3 +231,14 @@ def test_leases_are_listed_with_their_holder(system: System, demo: str) -> None:
     table = kubectl(system, "-n", demo, "get", "leases").stdout.splitlines()
     assert table[0].split() == ["NAME", "HOLDER", "AGE"]
     assert table[1].split()[:2] == ["leader", "registry-0"]
+
+
+def test_deleting_a_namespace_deletes_what_is_in_it(system: System) -> None:
+    kubectl(system, "create", "namespace", "doomed")
+    kubectl(system, "-n", "doomed", "create", "configmap", "inside", "--from-literal=k=v")
+    deleted = kubectl(system, "delete", "namespace", "doomed", "--timeout=60s")
+    assert deleted.stdout.strip() == 'namespace "doomed" deleted'
+    gone = kubectl(system, "get", "namespace", "doomed", check=False)
+    assert gone.returncode != 0 and 'namespaces "doomed" not found' in gone.stderr
+    left = kubectl(system, "-n", "doomed", "get", "configmaps", "-o", "json")
+    assert json.loads(left.stdout)["items"] == []

@@ -11,6 +11,7 @@ cleared if that only marked it), and must then be gone.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import io
 import uuid
@@ -163,5 +164,11 @@ class RegistryTester:
             # Only marked for deletion: it goes once its finalizers are cleared.
             answer["metadata"]["finalizers"] = []
             await self._write("PUT", self._item(name), answer, 200)
-        async with self._http.get(self._item(name)) as response:
-            assert response.status == 404, await response.text()
+        # A namespace goes once the lifecycle controller has emptied it.
+        async with asyncio.timeout(30):
+            while True:
+                async with self._http.get(self._item(name)) as response:
+                    if response.status == 404:
+                        return
+                    assert answer.get("status", {}).get("phase") == "Terminating", answer
+                await asyncio.sleep(0.1)

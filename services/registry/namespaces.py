@@ -1,0 +1,66 @@
+"""Namespace lifecycle (kube's namespace controller): a namespace being deleted
+is Terminating until everything in it is gone; then its `kubernetes` finalizer
+is removed and the namespace goes with it.
+
+Each round lists namespaces from the cache, empties the Terminating ones (every
+namespaced resource, each object deleted as a client's delete would be, so an
+object with finalizers holds its namespace until they are removed), and
+finalizes those found empty.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import orjson
+
+from services.registry.store import TERMINATING, Paging, Rendering, Store
+from strata import telemetry
+from strata.api.errors import StatusError
+
+FINALIZER = "kubernetes"
+INTERVAL_SECONDS = 0.5
+
+log = telemetry.get_logger("strata.registry.namespaces")
+
+
+class NamespaceLifecycle:
+    def __init__(
+        self, namespaces: Store, stores: list[Store], interval: float = INTERVAL_SECONDS
+    ) -> None:
+        self._namespaces = namespaces
+        self._contents = [s for s in stores if s.resource.namespaced]
+        self._interval = interval
+
+    async def run(self) -> None:
+        while True:
+            try:
+                for name in await self._terminating():
+                    await self._finish(name)
+            except StatusError as e:  # storage trouble: the next round tries again
+                log.warning("namespace lifecycle round failed", error=e.message)
+            except Exception:  # a bug must not stop the controller for good
+                log.exception("namespace lifecycle round failed")
+            await asyncio.sleep(self._interval)
+
+    async def _terminating(self) -> list[str]:
+        everything = self._namespaces.selection("", "", "")
+        page = await self._namespaces.list(everything, Paging(resource_version="0"), Rendering())
+        names = []
+        for item in page.items:
+            obj = orjson.loads(item)
+            spec_finalizers = (obj.get("spec") or {}).get("finalizers") or []
+            if obj.get("status", {}).get("phase") == TERMINATING and FINALIZER in spec_finalizers:
+                names.append(obj["metadata"]["name"])
+        return names
+
+    async def _finish(self, namespace: str) -> None:
+        left = 0
+        for store in self._contents:
+            selection = store.selection(namespace, "", "")
+            await store.delete_collection(selection, Paging())
+            left += len((await store.list(selection, Paging(limit=1), Rendering())).items)
+        if left:
+            return  # objects with finalizers still hold it: the next round looks again
+        await self._namespaces.remove_spec_finalizer("", namespace, FINALIZER)
+        log.info("namespace emptied and finalized", namespace=namespace)

@@ -1,0 +1,69 @@
+"""Namespace deletion as kube does it: the namespace turns Terminating, takes no
+new content, is emptied of everything in it (objects with finalizers keep it
+until they go), and then goes itself."""
+
+from __future__ import annotations
+
+import asyncio
+
+import aiohttp
+
+from strata.etcd import Etcd
+from tests.support.registry_tester import Obj, answer, new_namespace, refused
+
+
+def configmap(name: str, **metadata: object) -> Obj:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, **metadata}}
+
+
+async def gone(http: aiohttp.ClientSession, path: str, within: float = 20) -> None:
+    async with asyncio.timeout(within):
+        while True:
+            async with http.get(path) as response:
+                if response.status == 404:
+                    return
+            await asyncio.sleep(0.1)
+
+
+async def test_a_deleted_namespace_terminates_empties_and_goes(
+    http: aiohttp.ClientSession, system_etcd: Etcd
+) -> None:
+    namespace = await new_namespace(http, "life")
+    base = f"/api/v1/namespaces/{namespace}"
+    await answer(http, "POST", f"{base}/configmaps", 201, json=configmap("a"))
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}
+    await answer(http, "POST", f"{base}/secrets", 201, json=secret)
+    # Something in it holds it until that something goes.
+    await answer(
+        http, "POST", f"{base}/configmaps", 201,
+        json=configmap("held", finalizers=["example.com/hold"]),
+    )  # fmt: skip
+
+    deleting = await answer(http, "DELETE", base, 200)
+    assert deleting["status"]["phase"] == "Terminating"
+    assert deleting["metadata"]["deletionTimestamp"]
+
+    refusal = await refused(http, system_etcd, "POST", f"{base}/configmaps", json=configmap("b"))
+    assert (refusal["code"], refusal["reason"]) == (403, "Forbidden")
+    assert refusal["message"] == (
+        f'configmaps "b" is forbidden: unable to create new content in namespace {namespace} '
+        "because it is being terminated"
+    )
+    assert refusal["details"]["causes"] == [
+        {
+            "reason": "NamespaceTerminating",
+            "message": f"namespace {namespace} is being terminated",
+            "field": "metadata.namespace",
+        }
+    ]
+
+    await gone(http, f"{base}/configmaps/a")
+    await gone(http, f"{base}/secrets/s")
+    held = await answer(http, "GET", f"{base}/configmaps/held", 200)
+    assert held["metadata"]["deletionTimestamp"]
+    await asyncio.sleep(1.5)  # a few controller rounds: the namespace stays
+    assert (await answer(http, "GET", base, 200))["status"]["phase"] == "Terminating"
+
+    held["metadata"]["finalizers"] = []
+    await answer(http, "PUT", f"{base}/configmaps/held", 200, json=held)
+    await gone(http, base)
