@@ -56,6 +56,8 @@ from strata.storage import (
 Obj = dict[str, Any]
 _GENERATE_NAME_ATTEMPTS = 8
 TERMINATING = "Terminating"
+# kube's NamespaceLifecycle keeps these whatever a client asks.
+IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
 # The annotation on the BOOKMARK that ends a watch-list's initial events.
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 _EVENT_TYPES = {
@@ -596,6 +598,8 @@ class Store:
         is the answer, until its last finalizer is removed."""
         r = self.resource
         self._check_namespace_arg(namespace)
+        if r is NAMESPACES and name in IMMORTAL_NAMESPACES:
+            raise errors.forbidden(r.name, name, "this namespace may not be deleted")
         with self._interpreted(name):
             gone, value = await self._delete(r.key(namespace, name), preconditions, dry_run)
         if not gone or r.return_deleted_object:

@@ -96,13 +96,17 @@ async def test_a_dry_run_delete_checks_preconditions_and_keeps_the_object(
     assert (failed["code"], failed["reason"]) == (409, "Conflict")
 
 
-async def test_a_dry_run_namespace_delete_answers_the_namespace(
+async def test_a_dry_run_namespace_delete_answers_the_namespace_as_it_would_be(
     http: aiohttp.ClientSession, system_etcd: Etcd
 ) -> None:
+    name = await new_namespace(http, "dry")
     before = await revision(system_etcd)
-    gone = await answer(http, "DELETE", "/api/v1/namespaces/default", 200, params=DRY_RUN)
-    assert (gone["kind"], gone["metadata"]["name"]) == ("Namespace", "default")
+    answered = await answer(http, "DELETE", f"/api/v1/namespaces/{name}", 200, params=DRY_RUN)
+    assert (answered["kind"], answered["metadata"]["name"]) == ("Namespace", name)
+    assert answered["status"]["phase"] == "Terminating"
     assert await revision(system_etcd) == before
+    stored = await answer(http, "GET", f"/api/v1/namespaces/{name}", 200)
+    assert stored["status"]["phase"] == "Active"
 
 
 @pytest.mark.parametrize(

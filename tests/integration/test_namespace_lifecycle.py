@@ -67,3 +67,14 @@ async def test_a_deleted_namespace_terminates_empties_and_goes(
     held["metadata"]["finalizers"] = []
     await answer(http, "PUT", f"{base}/configmaps/held", 200, json=held)
     await gone(http, base)
+
+
+async def test_system_namespaces_may_not_be_deleted(
+    http: aiohttp.ClientSession, system_etcd: Etcd
+) -> None:
+    for name in ("default", "kube-system", "kube-public"):
+        body = await refused(http, system_etcd, "DELETE", f"/api/v1/namespaces/{name}")
+        assert (body["code"], body["reason"]) == (403, "Forbidden")
+        assert body["message"] == (
+            f'namespaces "{name}" is forbidden: this namespace may not be deleted'
+        )
