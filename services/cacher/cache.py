@@ -25,7 +25,6 @@ from services.cacher.watchers import (
     DEFAULT_BUDGET_SECONDS,
     DEFAULT_BUFFER,
     Change,
-    Sink,
     Watcher,
     encode,
 )
@@ -46,6 +45,7 @@ from strata.storage import (
 )
 from strata.storage import _continue as continuation
 from strata.storage._requests import Matcher, ends_initial_events, sends_initial_state
+from strata.storage._watch_stream import Sink
 
 Event = storage_pb2.WatchEvent
 Object = storage_pb2.Object

@@ -4,7 +4,6 @@ and the reads the cache cannot answer delegated to the storage service."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import AsyncGenerator, Callable
 
@@ -15,7 +14,6 @@ from services.cacher.cache import (
     WatchCache,
 )
 from services.cacher.decision import Op, Plan, plan
-from services.cacher.watchers import Sink
 from services.cacher.window import LOWER_BOUND, UPPER_BOUND
 from strata.proto.storage.v1 import storage_pb2
 from strata.storage import (
@@ -38,6 +36,7 @@ from strata.storage._requests import (
     revision,
     sends_initial_state,
 )
+from strata.storage._watch_stream import Sink, encoded, pump
 
 
 class CachedStorage:
@@ -197,8 +196,8 @@ class CachedStorage:
         matches = compile_predicate(key, opts.predicate)
         served = await self._watch_cache(key, opts)
         if served is None:
-            async for event in self._upstream.watch(key, opts):
-                yield event.SerializeToString()
+            async for data in encoded(self._upstream.watch(key, opts)):
+                yield data
             return
         cache, since = served
         async for data in cache.watch(key, since, opts, matches):
@@ -210,10 +209,7 @@ class CachedStorage:
         matches = compile_predicate(key, opts.predicate)
         served = await self._watch_cache(key, opts)
         if served is None:
-            async with contextlib.aclosing(self._upstream.watch(key, opts)) as events:
-                async for event in events:
-                    if not sink.send(event.SerializeToString()):
-                        return
+            await pump(encoded(self._upstream.watch(key, opts)), sink)
             return
         cache, since = served
         await cache.watch_into(key, since, opts, matches, sink)

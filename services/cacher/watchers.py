@@ -17,12 +17,12 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable
-from typing import Protocol
 
 import orjson
 
 from strata.proto.storage.v1 import storage_pb2
 from strata.storage._requests import Matcher, seen_as
+from strata.storage._watch_stream import Sink
 
 Event = storage_pb2.WatchEvent
 Object = storage_pb2.Object
@@ -33,16 +33,6 @@ DEFAULT_BUFFER = 1024
 DEFAULT_BUDGET_SECONDS = 0.5
 # A watcher over twice its buffer is closed at once, whatever its budget.
 HARD_LIMIT_FACTOR = 2
-
-
-class Sink(Protocol):
-    """Where a watcher's events go when it has no buffer of its own."""
-
-    def initial(self, data: bytes) -> None:
-        """An event of the initial state or the replay."""
-
-    def send(self, data: bytes) -> bool:
-        """A live event; False when the watcher must end, being too far behind."""
 
 
 def encode(event: Event) -> bytes:

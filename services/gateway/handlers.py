@@ -17,7 +17,8 @@ from services.gateway import negotiation, paths
 from services.gateway.catalog import APIResource, Catalog
 from services.gateway.watches import RegistryWatches
 from strata.api import errors
-from strata.api.errors import Cause, StatusError
+from strata.api.causes import not_supported
+from strata.api.errors import StatusError
 from strata.api.wire import status_from_rpc_error
 from strata.proto.registry.v1 import registry_pb2, registry_pb2_grpc
 
@@ -53,12 +54,7 @@ def _dry_run(values: list[str], options_kind: str) -> bool:
     """Whether the write is a dry run (kube's ValidateDryRun: "All" is the one
     value; anything else is a 422 on the request's options)."""
     if any(v != "All" for v in values):
-        shown = ", ".join(f'"{v}"' for v in values)  # Go's %#v of a []string
-        cause = Cause(
-            reason="FieldValueNotSupported",
-            message=f'Unsupported value: []string{{{shown}}}: supported values: "All"',
-            field="dryRun",
-        )
+        cause = not_supported("dryRun", values, ("All",))
         raise errors.invalid(options_kind, "", [cause], "meta.k8s.io")
     return bool(values)
 

@@ -10,18 +10,19 @@ from typing import Any
 
 from services.registry.strategy import (
     Obj,
-    invalid_value,
     validate_object_meta,
     validate_object_meta_update,
 )
 from strata.api import errors
+from strata.api.causes import invalid_value
 from strata.api.errors import Cause
 
 _INT32 = ("leaseDurationSeconds", "leaseTransitions")
 
 
 def _spec(obj: Obj) -> dict[str, Any]:
-    """The spec, its integer fields typed as kube's decoder would insist (400)."""
+    """The spec, its integer fields typed as kube's decoder would insist (400,
+    raised before any field cause is returned)."""
     spec = obj.get("spec") or {}
     for field in _INT32:
         value = spec.get(field)
@@ -38,7 +39,7 @@ class LeaseStrategy:
     namespaced = True
 
     def prepare_for_create(self, obj: Obj) -> None:
-        _spec(obj)
+        pass
 
     def validate(self, obj: Obj) -> list[Cause]:
         causes = validate_object_meta(obj, namespaced=True, name_is_label=False)
@@ -58,7 +59,7 @@ class LeaseStrategy:
         return causes
 
     def prepare_for_update(self, obj: Obj, old: Obj) -> None:
-        _spec(obj)
+        pass
 
     def validate_update(self, obj: Obj, old: Obj) -> list[Cause]:
         return validate_object_meta_update(obj, old) + self.validate(obj)

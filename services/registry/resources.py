@@ -16,11 +16,10 @@ from services.registry.strategy import (
     Strategy,
     config_key_causes,
     immutable_when_set,
-    invalid_value,
-    too_long,
     validate_object_meta,
     validate_object_meta_update,
 )
+from strata.api.causes import invalid_value, too_long
 from strata.api.errors import Cause
 from strata.storage import key_root
 

@@ -17,14 +17,12 @@ from typing import Any
 from services.registry.strategy import (
     Obj,
     config_key_causes,
-    immutable,
     immutable_when_set,
-    required,
-    too_long,
     validate_object_meta,
     validate_object_meta_update,
 )
 from strata.api import errors
+from strata.api.causes import immutable, required, too_long
 from strata.api.errors import Cause
 
 OPAQUE = "Opaque"

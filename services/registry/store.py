@@ -21,6 +21,7 @@ import orjson
 from services.registry import tables
 from services.registry.resources import NAMESPACES, Resource
 from strata.api import errors, meta, names
+from strata.api.causes import forbidden, not_supported
 from strata.api.errors import Cause, StatusError
 from strata.api.selectors import (
     FieldSelector,
@@ -110,19 +111,6 @@ class WatchItem:
     object: bytes
 
 
-def _forbidden(field: str, detail: str) -> Cause:
-    return Cause(reason="FieldValueForbidden", message=f"Forbidden: {detail}", field=field)
-
-
-def _not_supported(field: str, value: str, supported: tuple[str, ...]) -> Cause:
-    listed = ", ".join(f'"{v}"' for v in supported)
-    return Cause(
-        reason="FieldValueNotSupported",
-        message=f'Unsupported value: "{value}": supported values: {listed}',
-        field=field,
-    )
-
-
 def check_list_options(
     resource_version: str,
     match: str,
@@ -134,31 +122,29 @@ def check_list_options(
     if match:
         if not resource_version:
             causes.append(
-                _forbidden(
+                forbidden(
                     "resourceVersionMatch",
                     "resourceVersionMatch is forbidden unless resourceVersion is provided",
                 )
             )
         if continue_token:
             causes.append(
-                _forbidden(
+                forbidden(
                     "resourceVersionMatch",
                     "resourceVersionMatch is forbidden when continue is provided",
                 )
             )
         if match not in (NOT_OLDER_THAN, EXACT):
-            causes.append(
-                _not_supported("resourceVersionMatch", match, (EXACT, NOT_OLDER_THAN, ""))
-            )
+            causes.append(not_supported("resourceVersionMatch", match, (EXACT, NOT_OLDER_THAN, "")))
         if match == EXACT and resource_version == "0":
             causes.append(
-                _forbidden(
+                forbidden(
                     "resourceVersionMatch",
                     'resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
                 )
             )
     if send_initial_events is not None:
-        causes.append(_forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"))
+        causes.append(forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"))
     if causes:
         raise errors.invalid("ListOptions", "", causes, "meta.k8s.io")
 
@@ -169,7 +155,7 @@ def check_watch_options(match: str, continue_token: str, send_initial_events: bo
     causes = []
     if send_initial_events is not None and match != NOT_OLDER_THAN:
         causes.append(
-            _forbidden(
+            forbidden(
                 "resourceVersionMatch",
                 f"sendInitialEvents requires setting resourceVersionMatch to {NOT_OLDER_THAN}",
             )
@@ -177,17 +163,17 @@ def check_watch_options(match: str, continue_token: str, send_initial_events: bo
     if match:
         if send_initial_events is None:
             causes.append(
-                _forbidden(
+                forbidden(
                     "resourceVersionMatch",
                     "resourceVersionMatch is forbidden for watch unless sendInitialEvents is "
                     "provided",
                 )
             )
         if match != NOT_OLDER_THAN:
-            causes.append(_not_supported("resourceVersionMatch", match, (NOT_OLDER_THAN,)))
+            causes.append(not_supported("resourceVersionMatch", match, (NOT_OLDER_THAN,)))
         if continue_token:
             causes.append(
-                _forbidden(
+                forbidden(
                     "resourceVersionMatch",
                     "resourceVersionMatch is forbidden when continue is provided",
                 )

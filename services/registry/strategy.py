@@ -11,6 +11,14 @@ import re
 from typing import Any, Protocol
 
 from strata.api import names
+from strata.api.causes import (
+    forbidden,
+    go_value,
+    immutable,
+    invalid_value,
+    required,
+    too_long,
+)
 from strata.api.errors import Cause
 
 Obj = dict[str, Any]
@@ -32,22 +40,6 @@ class Strategy(Protocol):
     def validate_update(self, obj: Obj, old: Obj) -> list[Cause]: ...
 
 
-def invalid_value(field: str, value: object, detail: str) -> Cause:
-    shown = f'"{value}"' if isinstance(value, str) else str(value)
-    return Cause(
-        reason="FieldValueInvalid", message=f"Invalid value: {shown}: {detail}", field=field
-    )
-
-
-def required(field: str, detail: str = "") -> Cause:
-    message = f"Required value: {detail}" if detail else "Required value"
-    return Cause(reason="FieldValueRequired", message=message, field=field)
-
-
-def forbidden(field: str, detail: str) -> Cause:
-    return Cause(reason="FieldValueForbidden", message=f"Forbidden: {detail}", field=field)
-
-
 def immutable_when_set(obj: Obj, old: Obj, fields: tuple[str, ...]) -> list[Cause]:
     """Once `immutable` is true (ConfigMaps, Secrets), it stays so and fields keep
     their values (kube's ValidateConfigMapUpdate / ValidateSecretUpdate)."""
@@ -59,18 +51,8 @@ def immutable_when_set(obj: Obj, old: Obj, fields: tuple[str, ...]) -> list[Caus
     return causes
 
 
-def immutable(field: str, value: object) -> Cause:
-    return invalid_value(field, value, "field is immutable")
-
-
 # apimachinery's TotalAnnotationSizeLimitB: keys and values together.
 ANNOTATIONS_MAX_BYTES = 256 * 1024
-
-
-def too_long(field: str, limit: int) -> Cause:
-    """field.TooLong's wording (the value itself is left out)."""
-    message = f"Too long: may not be more than {limit} bytes"
-    return Cause(reason="FieldValueTooLong", message=message, field=field)
 
 
 def validate_labels(labels: dict[str, str], field: str = "metadata.labels") -> list[Cause]:
@@ -122,11 +104,6 @@ def config_key_causes(section: str, key: str) -> list[Cause]:
 STANDARD_FINALIZERS = frozenset({"kubernetes", "orphan", "foregroundDeletion"})
 
 
-def _go_strings(values: list[str]) -> str:
-    """A []string as Go's %#v prints it."""
-    return "[]string{" + ", ".join(f'"{v}"' for v in values) + "}"
-
-
 def validate_finalizers(finalizers: list[str], field: str = "metadata.finalizers") -> list[Cause]:
     """ValidateFinalizers plus core's check that a bare name is a standard one."""
     causes: list[Cause] = []
@@ -137,11 +114,8 @@ def validate_finalizers(finalizers: list[str], field: str = "metadata.finalizers
             detail = "name is neither a standard finalizer name nor is it fully qualified"
             causes.append(invalid_value(field, finalizer, detail))
     if "orphan" in finalizers and "foregroundDeletion" in finalizers:
-        message = (
-            f"Invalid value: {_go_strings(finalizers)}: finalizer orphan and foregroundDeletion "
-            "cannot be both set"
-        )
-        causes.append(Cause(reason="FieldValueInvalid", message=message, field=field))
+        detail = "finalizer orphan and foregroundDeletion cannot be both set"
+        causes.append(invalid_value(field, finalizers, detail))
     return causes
 
 
@@ -184,7 +158,7 @@ def validate_object_meta_update(obj: Obj, old: Obj) -> list[Cause]:
                 forbidden(
                     "metadata.finalizers",
                     "no new finalizers can be added if the object is being deleted, found new "
-                    f"finalizers {_go_strings(added)}",
+                    f"finalizers {go_value(added)}",
                 )
             )
     return causes

@@ -29,7 +29,7 @@ from strata.storage._interface import (
     Storage,
     WatchOptions,
 )
-from strata.storage._watch_stream import WatchSink, pump, serve_watch_stream
+from strata.storage._watch_stream import Sink, encoded, pump, serve_watch_stream
 from strata.storage._wire import SERVICE_NAME, abort, failure
 
 Context = grpc.aio.ServicerContext[object, object]
@@ -63,17 +63,7 @@ class SinkWatches(Protocol):
     """A storage that puts a watch's encoded events into a sink itself, straight
     from its fan-out (the cacher's): no task per watch and event in between."""
 
-    async def watch_into(self, key: str, opts: WatchOptions, sink: WatchSink) -> None: ...
-
-
-async def _encoded(
-    events: AsyncGenerator[storage_pb2.WatchEvent, None],
-) -> AsyncGenerator[bytes, None]:
-    try:
-        async for event in events:
-            yield event.SerializeToString()
-    finally:
-        await events.aclose()
+    async def watch_into(self, key: str, opts: WatchOptions, sink: Sink) -> None: ...
 
 
 def _watch_options(request: storage_pb2.WatchRequest) -> WatchOptions:
@@ -228,9 +218,9 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
         storage = self._storage
         if isinstance(storage, EncodedWatches):
             return storage.watch_encoded(request.key, _watch_options(request))
-        return _encoded(storage.watch(request.key, _watch_options(request)))
+        return encoded(storage.watch(request.key, _watch_options(request)))
 
-    async def _watch_into(self, request: storage_pb2.WatchRequest, sink: WatchSink) -> None:
+    async def _watch_into(self, request: storage_pb2.WatchRequest, sink: Sink) -> None:
         storage = self._storage
         if isinstance(storage, SinkWatches):
             await storage.watch_into(request.key, _watch_options(request), sink)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from typing import Protocol
 
 from strata import telemetry
 from strata.proto.storage.v1 import storage_pb2
@@ -100,8 +101,18 @@ class _Outbox:
         return items
 
 
+class Sink(Protocol):
+    """Where a watch puts its encoded events."""
+
+    def initial(self, data: bytes) -> None:
+        """An event of the initial state or the replay (never refused)."""
+
+    def send(self, data: bytes) -> bool:
+        """A live event; False when the watch must end, being too far behind."""
+
+
 class WatchSink:
-    """One watch's way into its stream."""
+    """One watch's way into its stream (a Sink)."""
 
     __slots__ = ("_outbox", "id")
 
@@ -122,7 +133,18 @@ class WatchSink:
 WatchInto = Callable[[storage_pb2.WatchRequest, WatchSink], Awaitable[None]]
 
 
-async def pump(events: AsyncGenerator[bytes, None], sink: WatchSink) -> None:
+async def encoded(
+    events: AsyncGenerator[storage_pb2.WatchEvent, None],
+) -> AsyncGenerator[bytes, None]:
+    """A watch's events as encoded WatchEvents."""
+    try:
+        async for event in events:
+            yield event.SerializeToString()
+    finally:
+        await events.aclose()
+
+
+async def pump(events: AsyncGenerator[bytes, None], sink: Sink) -> None:
     """A watch generator's events into sink, until either is done."""
     try:
         async for data in events:
