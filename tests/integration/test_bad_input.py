@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import ssl
-from typing import Any
 
 import aiohttp
 import orjson
@@ -13,11 +12,7 @@ import pytest
 
 from strata.dev import System
 from strata.etcd import Etcd
-from tests.support.registry_tester import refused
-
-
-def configmap(name: str, **extra: Any) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, **extra}
+from tests.support.registry_tester import configmap, refused
 
 
 @pytest.mark.parametrize(

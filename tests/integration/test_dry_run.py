@@ -4,19 +4,13 @@ and the answer is what would have been stored."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import aiohttp
 import pytest
 
 from strata.etcd import Etcd
-from tests.support.registry_tester import Obj, answer, new_namespace, refused, revision
+from tests.support.registry_tester import answer, configmap, new_namespace, refused, revision
 
 DRY_RUN = {"dryRun": "All"}
-
-
-def configmap(name: str, **fields: Any) -> Obj:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, **fields}
 
 
 @pytest.fixture(scope="module")

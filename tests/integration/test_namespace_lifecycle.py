@@ -9,20 +9,7 @@ import asyncio
 import aiohttp
 
 from strata.etcd import Etcd
-from tests.support.registry_tester import Obj, answer, new_namespace, refused
-
-
-def configmap(name: str, **metadata: object) -> Obj:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, **metadata}}
-
-
-async def gone(http: aiohttp.ClientSession, path: str, within: float = 20) -> None:
-    async with asyncio.timeout(within):
-        while True:
-            async with http.get(path) as response:
-                if response.status == 404:
-                    return
-            await asyncio.sleep(0.1)
+from tests.support.registry_tester import answer, configmap, gone, new_namespace, refused
 
 
 async def test_a_deleted_namespace_terminates_empties_and_goes(
@@ -36,7 +23,7 @@ async def test_a_deleted_namespace_terminates_empties_and_goes(
     # Something in it holds it until that something goes.
     await answer(
         http, "POST", f"{base}/configmaps", 201,
-        json=configmap("held", finalizers=["example.com/hold"]),
+        json=configmap("held", metadata={"finalizers": ["example.com/hold"]}),
     )  # fmt: skip
 
     deleting = await answer(http, "DELETE", base, 200)

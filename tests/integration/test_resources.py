@@ -12,7 +12,7 @@ import pytest
 
 from strata.api import names
 from strata.etcd import Etcd
-from tests.support.registry_tester import Case, Obj, RegistryTester, new_namespace
+from tests.support.registry_tester import Case, Obj, RegistryTester, configmap, new_namespace
 
 INVALID = "FieldValueInvalid"
 LABELS, ANNOTATIONS = "metadata.labels", "metadata.annotations"
@@ -20,10 +20,6 @@ LABELS, ANNOTATIONS = "metadata.labels", "metadata.annotations"
 
 def invalid(field: str, value: str, detail: str) -> tuple[str, str, str]:
     return (INVALID, field, f'Invalid value: "{value}": {detail}')
-
-
-def configmap(name: str, **metadata: Any) -> Obj:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, **metadata}}
 
 
 def namespace(name: str, **metadata: Any) -> Obj:
@@ -62,8 +58,10 @@ METADATA_CASES = [
         id="labels-and-annotations-kept",
         body=configmap(
             "kept",
-            labels={"app": "web", "example.com/tier": "", "a.b_c-D": "x.Y_z-1"},
-            annotations={"Example.COM/Note": "any text at all, spaces included"},
+            metadata={
+                "labels": {"app": "web", "example.com/tier": "", "a.b_c-D": "x.Y_z-1"},
+                "annotations": {"Example.COM/Note": "any text at all, spaces included"},
+            },
         ),
         expect={
             "metadata.labels": {"app": "web", "example.com/tier": "", "a.b_c-D": "x.Y_z-1"},
@@ -72,22 +70,22 @@ METADATA_CASES = [
     ),
     Case(
         id="label-key-bad-name-part",
-        body=configmap("badkey", labels={"-app": "web"}),
+        body=configmap("badkey", metadata={"labels": {"-app": "web"}}),
         causes=(invalid(LABELS, "-app", NAME_PART),),
     ),
     Case(
         id="label-key-bad-prefix",
-        body=configmap("badprefix", labels={"Example.com/app": "web"}),
+        body=configmap("badprefix", metadata={"labels": {"Example.com/app": "web"}}),
         causes=(invalid(LABELS, "Example.com/app", f"prefix part {names.SUBDOMAIN_ERROR}"),),
     ),
     Case(
         id="label-key-empty-prefix",
-        body=configmap("noprefix", labels={"/app": "web"}),
+        body=configmap("noprefix", metadata={"labels": {"/app": "web"}}),
         causes=(invalid(LABELS, "/app", "prefix part must be non-empty"),),
     ),
     Case(
         id="label-key-two-slashes",
-        body=configmap("slashes", labels={"a/b/c": "web"}),
+        body=configmap("slashes", metadata={"labels": {"a/b/c": "web"}}),
         causes=(
             invalid(
                 LABELS,
@@ -99,37 +97,37 @@ METADATA_CASES = [
     ),
     Case(
         id="label-key-name-part-too-long",
-        body=configmap("longkey", labels={"k" * 64: "v"}),
+        body=configmap("longkey", metadata={"labels": {"k" * 64: "v"}}),
         causes=(invalid(LABELS, "k" * 64, "name part must be no more than 63 characters"),),
     ),
     Case(
         id="label-value-bad",
-        body=configmap("badvalue", labels={"app": "web server"}),
+        body=configmap("badvalue", metadata={"labels": {"app": "web server"}}),
         causes=(invalid(LABELS, "web server", names.LABEL_VALUE_ERROR),),
     ),
     Case(
         id="label-value-too-long",
-        body=configmap("longvalue", labels={"app": "v" * 64}),
+        body=configmap("longvalue", metadata={"labels": {"app": "v" * 64}}),
         causes=(invalid(LABELS, "v" * 64, "must be no more than 63 characters"),),
     ),
     Case(
         id="annotation-key-bad",
-        body=configmap("badnote", annotations={"note!": "x"}),
+        body=configmap("badnote", metadata={"annotations": {"note!": "x"}}),
         causes=(invalid(ANNOTATIONS, "note!", NAME_PART),),
     ),
     Case(
         id="annotations-too-large",
-        body=configmap("bignote", annotations={"a": "x" * (256 * 1024)}),
+        body=configmap("bignote", metadata={"annotations": {"a": "x" * (256 * 1024)}}),
         causes=(("FieldValueTooLong", ANNOTATIONS, "Too long: may not be more than 262144 bytes"),),
     ),
     Case(
         id="finalizers-kept",
-        body=configmap("finalized", finalizers=["example.com/keep", "orphan"]),
+        body=configmap("finalized", metadata={"finalizers": ["example.com/keep", "orphan"]}),
         expect={"metadata.finalizers": ["example.com/keep", "orphan"]},
     ),
     Case(
         id="finalizer-bare-name-not-standard",
-        body=configmap("barefinalizer", finalizers=["mine"]),
+        body=configmap("barefinalizer", metadata={"finalizers": ["mine"]}),
         causes=(
             invalid(
                 "metadata.finalizers",
@@ -140,12 +138,12 @@ METADATA_CASES = [
     ),
     Case(
         id="finalizer-bad-name",
-        body=configmap("badfinalizer", finalizers=["example.com/-x"]),
+        body=configmap("badfinalizer", metadata={"finalizers": ["example.com/-x"]}),
         causes=(invalid("metadata.finalizers", "example.com/-x", NAME_PART),),
     ),
     Case(
         id="finalizers-orphan-and-foreground",
-        body=configmap("bothfinalizers", finalizers=["orphan", "foregroundDeletion"]),
+        body=configmap("bothfinalizers", metadata={"finalizers": ["orphan", "foregroundDeletion"]}),
         causes=(
             (
                 INVALID,
@@ -157,13 +155,13 @@ METADATA_CASES = [
     ),
     Case(
         id="update-keeps-valid-labels",
-        body=configmap("relabelled", labels={"app": "web"}),
+        body=configmap("relabelled", metadata={"labels": {"app": "web"}}),
         update=relabel(app="api", tier="back"),
         expect={"metadata.labels": {"app": "api", "tier": "back"}},
     ),
     Case(
         id="update-to-bad-label-refused",
-        body=configmap("relabel-bad", labels={"app": "web"}),
+        body=configmap("relabel-bad", metadata={"labels": {"app": "web"}}),
         update=relabel(app="not valid"),
         causes=(invalid(LABELS, "not valid", names.LABEL_VALUE_ERROR),),
     ),
@@ -172,18 +170,18 @@ METADATA_CASES = [
 CONFIGMAP_CASES = [
     Case(
         id="data-kept",
-        body={**configmap("data"), "data": {"a.key": "1", "B_KEY": "two"}},
+        body=configmap("data", data={"a.key": "1", "B_KEY": "two"}),
         expect={"data": {"a.key": "1", "B_KEY": "two"}},
     ),
     Case(
         id="update-changes-data",
-        body={**configmap("changed"), "data": {"k": "1"}},
+        body=configmap("changed", data={"k": "1"}),
         update=lambda obj: obj.update(data={"k": "2"}),
         expect={"data": {"k": "2"}},
     ),
     Case(
         id="immutable-configmap-keeps-its-data",
-        body={**configmap("frozen"), "data": {"k": "v"}, "immutable": True},
+        body=configmap("frozen", data={"k": "v"}, immutable=True),
         update=lambda obj: obj.update(data={"k": "w"}, binaryData={"b": b64("x")}),
         causes=(
             ("FieldValueForbidden", "data", IMMUTABLE_SET),

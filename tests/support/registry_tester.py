@@ -49,6 +49,22 @@ async def refused(
     return body
 
 
+def configmap(name: str, metadata: Obj | None = None, **fields: Any) -> Obj:
+    """A ConfigMap body: its name, more metadata, and top-level fields (data...)."""
+    meta = {"name": name, **(metadata or {})}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, **fields}
+
+
+async def gone(http: aiohttp.ClientSession, path: str, within: float = 30) -> None:
+    """Return once path answers 404 (what is deleting has finished)."""
+    async with asyncio.timeout(within):
+        while True:
+            async with http.get(path) as response:
+                if response.status == 404:
+                    return
+            await asyncio.sleep(0.1)
+
+
 async def answer(
     http: aiohttp.ClientSession, method: str, path: str, code: int, **kwargs: Any
 ) -> Obj:
@@ -164,11 +180,9 @@ class RegistryTester:
             # Only marked for deletion: it goes once its finalizers are cleared.
             answer["metadata"]["finalizers"] = []
             await self._write("PUT", self._item(name), answer, 200)
-        # A namespace goes once the lifecycle controller has emptied it.
-        async with asyncio.timeout(30):
-            while True:
-                async with self._http.get(self._item(name)) as response:
-                    if response.status == 404:
-                        return
-                    assert answer.get("status", {}).get("phase") == "Terminating", answer
-                await asyncio.sleep(0.1)
+        async with self._http.get(self._item(name)) as response:
+            lingering = response.status != 404
+        if lingering:
+            # Only a namespace lingers: it goes once the lifecycle controller emptied it.
+            assert answer.get("status", {}).get("phase") == "Terminating", answer
+            await gone(self._http, self._item(name))
