@@ -19,6 +19,24 @@ def storage_version_hash(group: str, version: str, kind: str) -> str:
     return base64.b64encode(digest[:8]).decode()
 
 
+def _subresource_entries(r: APIResource) -> list[dict[str, Any]]:
+    """Discovery's "<resource>/<subresource>" entries (a scale names its own kind)."""
+    verbs = [v for v in ("get", "patch", "update") if v in r.verbs]
+    entries: list[dict[str, Any]] = []
+    for subresource in r.subresources:
+        entry: dict[str, Any] = {
+            "name": f"{r.name}/{subresource}",
+            "singularName": "",
+            "namespaced": r.namespaced,
+            "kind": r.kind,
+            "verbs": verbs,
+        }
+        if subresource == "scale":
+            entry.update(group="autoscaling", version="v1", kind="Scale")
+        entries.append(entry)
+    return entries
+
+
 class Catalog:
     def __init__(self, registry: registry_pb2_grpc.RegistryAsyncStub) -> None:
         self._registry = registry
@@ -84,6 +102,7 @@ class Catalog:
             if r.categories:
                 entry["categories"] = list(r.categories)
             resources.append(entry)
+            resources.extend(_subresource_entries(r))
         return {
             "kind": "APIResourceList",
             "apiVersion": "v1",

@@ -13,7 +13,7 @@ import grpc
 import orjson
 from aiohttp import web
 
-from services.gateway import negotiation, paths
+from services.gateway import negotiation, patches, paths
 from services.gateway.catalog import APIResource, Catalog
 from services.gateway.watches import RegistryWatches
 from strata.api import errors
@@ -79,7 +79,9 @@ class ResourceHandlers:
             if not info.resource:
                 return await self._discovery(request, info)
             api = await self._catalog.lookup(info.group, info.version, info.resource)
-            if api is None or info.subresource or (info.namespace and not api.namespaced):
+            if api is None or (info.namespace and not api.namespaced):
+                raise errors.path_not_found()
+            if info.subresource and info.subresource not in api.subresources:
                 raise errors.path_not_found()
             return await self._dispatch(request, info, api)
         except grpc.aio.AioRpcError as e:
@@ -100,6 +102,8 @@ class ResourceHandlers:
             group=info.group, version=info.version, resource=info.resource, namespace=info.namespace
         )
         method, query = request.method, request.query
+        if info.subresource:
+            return await self._subresource(request, info, api, ref)
         if method == "GET" and (info.watch_path or _truthy(query.get("watch"))):
             self._require(api, "watch", info)
             return await self._watch(request, ref)
@@ -133,6 +137,9 @@ class ResourceHandlers:
                 registry_pb2.UpdateRequest(resource=ref, name=info.name, body=body, dry_run=dry_run)
             )
             return json_response(updated.object)
+        if method == "PATCH" and info.name:
+            self._require(api, "patch", info)
+            return await self._patch(request, ref, info)
         if method == "DELETE" and info.name:
             self._require(api, "delete", info)
             return await self._delete(request, ref, info.name)
@@ -142,6 +149,81 @@ class ResourceHandlers:
                 raise errors.method_not_allowed(method, info.resource)
             return await self._delete_collection(request, ref, api)
         raise errors.method_not_allowed(method, info.resource)
+
+    async def _subresource(
+        self,
+        request: web.Request,
+        info: paths.RequestInfo,
+        api: APIResource,
+        ref: registry_pb2.ResourceRef,
+    ) -> web.Response:
+        """GET and PUT of an object's status or scale."""
+        if (
+            request.method == "GET"
+            and not info.watch_path
+            and not _truthy(request.query.get("watch"))
+        ):
+            self._require(api, "get", info)
+            return await self._get(request, ref, info.name, info.subresource)
+        if request.method == "PUT":
+            self._require(api, "update", info)
+            body = await negotiation.body_as_json(
+                request.headers.get("Content-Type", ""), await request.read()
+            )
+            dry_run = _dry_run(request.query.getall("dryRun", []), "UpdateOptions")
+            updated = await self._registry.Update(
+                registry_pb2.UpdateRequest(
+                    resource=ref,
+                    name=info.name,
+                    body=body,
+                    dry_run=dry_run,
+                    subresource=info.subresource,
+                )
+            )
+            return json_response(updated.object)
+        if request.method == "PATCH":
+            self._require(api, "patch", info)
+            return await self._patch(request, ref, info)
+        raise errors.method_not_allowed(request.method, f"{info.resource}/{info.subresource}")
+
+    async def _patch(
+        self, request: web.Request, ref: registry_pb2.ResourceRef, info: paths.RequestInfo
+    ) -> web.Response:
+        """kube's patcher: the patch applied to the current object and written
+        back at the resourceVersion it was read at, again on a conflict with a
+        concurrent write unless the patch itself named a resourceVersion (as the
+        store's GuaranteedUpdate would: each retry means another write landed)."""
+        content_type = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        if content_type not in patches.SUPPORTED:
+            raise errors.unsupported_media_type(request.headers.get("Content-Type", ""))
+        patch = await request.read()
+        dry_run = _dry_run(request.query.getall("dryRun", []), "PatchOptions")
+        while True:
+            current = await self._registry.Get(
+                registry_pb2.GetRequest(resource=ref, name=info.name, subresource=info.subresource)
+            )
+            patched = orjson.loads(patches.apply(content_type, current.object, patch))
+            read_at = orjson.loads(current.object)["metadata"].get("resourceVersion")
+            metadata = patched.setdefault("metadata", {})
+            if not isinstance(metadata, dict):
+                raise errors.bad_request("metadata must be an object")
+            pinned = metadata.setdefault("resourceVersion", read_at) != read_at
+            try:
+                updated = await self._registry.Update(
+                    registry_pb2.UpdateRequest(
+                        resource=ref,
+                        name=info.name,
+                        body=orjson.dumps(patched),
+                        dry_run=dry_run,
+                        subresource=info.subresource,
+                    )
+                )
+            except grpc.aio.AioRpcError as e:
+                status = status_from_rpc_error(e)
+                if status.reason != "Conflict" or pinned:
+                    raise status from None
+                continue
+            return json_response(updated.object)
 
     @staticmethod
     def _require(api: APIResource, verb: str, info: paths.RequestInfo) -> None:
@@ -176,7 +258,7 @@ class ResourceHandlers:
         return options
 
     async def _get(
-        self, request: web.Request, ref: registry_pb2.ResourceRef, name: str
+        self, request: web.Request, ref: registry_pb2.ResourceRef, name: str, subresource: str = ""
     ) -> web.Response:
         response = await self._registry.Get(
             registry_pb2.GetRequest(
@@ -184,6 +266,7 @@ class ResourceHandlers:
                 name=name,
                 resource_version=request.query.get("resourceVersion", ""),
                 rendering=self._rendering(request),
+                subresource=subresource,
             )
         )
         return json_response(response.object)

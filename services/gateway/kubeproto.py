@@ -18,11 +18,12 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import DecodeError, Message
 
 from strata.api import errors
-from strata.proto.k8s import core_v1_pb2, meta_v1_pb2, runtime_pb2
+from strata.proto.k8s import apps_v1_pb2, core_v1_pb2, meta_v1_pb2, runtime_pb2
 
 MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
 MAGIC = b"k8s\x00"
-# Go's zero time.Time, which gogo-protobuf writes for an unset metav1.Time.
+# Go's zero time.Time, which gogo-protobuf writes for an unset metav1.Time
+# (metav1.Time's own Marshal writes nothing at all for it).
 _GO_ZERO_TIME = -62135596800
 
 _TYPES: dict[tuple[str, str], type[Message]] = {
@@ -30,15 +31,30 @@ _TYPES: dict[tuple[str, str], type[Message]] = {
     ("v1", "ConfigMap"): core_v1_pb2.ConfigMap,
     ("v1", "Secret"): core_v1_pb2.Secret,
     ("v1", "ServiceAccount"): core_v1_pb2.ServiceAccount,
+    ("apps/v1", "Deployment"): apps_v1_pb2.Deployment,
     ("v1", "DeleteOptions"): meta_v1_pb2.DeleteOptions,
     ("meta.k8s.io/v1", "DeleteOptions"): meta_v1_pb2.DeleteOptions,
 }
 
 
 def _time(message: meta_v1_pb2.Time) -> str | None:
-    if message.seconds == _GO_ZERO_TIME:
+    if message.seconds == _GO_ZERO_TIME or not message.HasField("seconds"):
         return None
     return datetime.fromtimestamp(message.seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# Pointer fields (written only when set), whose zero is a value a client chose.
+_ZERO_KEPT = frozenset(
+    {
+        "k8s.io.api.apps.v1.DeploymentSpec.replicas",
+        "k8s.io.api.apps.v1.DeploymentSpec.revisionHistoryLimit",
+        "k8s.io.api.apps.v1.DeploymentSpec.progressDeadlineSeconds",
+        "k8s.io.api.core.v1.PodSpec.terminationGracePeriodSeconds",
+        "k8s.io.api.core.v1.PodSpec.activeDeadlineSeconds",
+    }
+)
+
+_INT_OR_STRING = core_v1_pb2.IntOrString.DESCRIPTOR
 
 
 def _scalar(field: FieldDescriptor, value: Any) -> Any:
@@ -52,12 +68,19 @@ def _message(message: Message) -> Any:
         return _time(message)
     if isinstance(message, meta_v1_pb2.FieldsV1):
         return orjson.loads(message.Raw) if message.Raw else {}
+    if isinstance(message, core_v1_pb2.IntOrString):
+        return message.strVal if message.type == 1 else message.intVal
+    if isinstance(message, core_v1_pb2.Quantity):
+        return message.string
     out: dict[str, Any] = {}
     for field, value in message.ListFields():
         converted: Any
         if field.message_type is not None and field.message_type.GetOptions().map_entry:
             value_field = field.message_type.fields_by_name["value"]
-            converted = {k: _scalar(value_field, v) for k, v in value.items()}
+            converted = {
+                k: _message(v) if value_field.message_type is not None else _scalar(value_field, v)
+                for k, v in value.items()
+            }
         elif field.is_repeated:
             converted = [
                 _message(v) if field.message_type is not None else _scalar(field, v) for v in value
@@ -67,7 +90,9 @@ def _message(message: Message) -> Any:
         else:
             converted = _scalar(field, value)
         # gogo-protobuf writes every non-pointer field; JSON omits empty ones.
-        if converted in (None, "", 0, False, [], {}):
+        # An IntOrString is a pointer too: present means set, 0 included.
+        kept = field.full_name in _ZERO_KEPT or field.message_type is _INT_OR_STRING
+        if converted in (None, "", 0, False, [], {}) and not kept:
             continue
         out[field.name] = converted
     return out

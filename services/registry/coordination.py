@@ -10,28 +10,26 @@ from typing import Any
 
 from services.registry.strategy import (
     Obj,
+    check_decodable,
     validate_object_meta,
     validate_object_meta_update,
 )
-from strata.api import errors
 from strata.api.causes import invalid_value
 from strata.api.errors import Cause
 
-_INT32 = ("leaseDurationSeconds", "leaseTransitions")
+_TYPED = (
+    ("spec", "Lease", "v1.LeaseSpec"),
+    ("spec.holderIdentity", "LeaseSpec", "string"),
+    ("spec.leaseDurationSeconds", "LeaseSpec", "int32"),
+    ("spec.leaseTransitions", "LeaseSpec", "int32"),
+)
 
 
 def _spec(obj: Obj) -> dict[str, Any]:
-    """The spec, its integer fields typed as kube's decoder would insist (400,
-    raised before any field cause is returned)."""
-    spec = obj.get("spec") or {}
-    for field in _INT32:
-        value = spec.get(field)
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
-            kind = "string" if isinstance(value, str) else type(value).__name__
-            raise errors.bad_request(
-                'Lease in version "v1" cannot be handled as a Lease: json: cannot unmarshal '
-                f"{kind} into Go struct field LeaseSpec.spec.{field} of type int32"
-            )
+    """The spec, its fields typed as kube's decoder would insist (400, raised
+    before any field cause is returned)."""
+    check_decodable(obj, "Lease", "v1", _TYPED)
+    spec: dict[str, Any] = obj.get("spec") or {}
     return spec
 
 

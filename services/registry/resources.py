@@ -6,13 +6,16 @@ render `kubectl get` tables for any resource without knowing it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.registry import apps
 from services.registry.coordination import LeaseStrategy
 from services.registry.secrets import SecretStrategy, ServiceAccountStrategy
 from services.registry.strategy import (
     Obj,
+    StatusStrategy,
     Strategy,
     config_key_causes,
     immutable_when_set,
@@ -29,10 +32,22 @@ class Column:
     name: str
     type: str
     description: str
-    # A dotted path into the object, or a computed cell named "@..." the gateway knows.
-    path: str
+    # A dotted path into the object, or a computed cell named "@..." tables knows.
+    path: str = ""
+    # A cell computed from the object, in place of path.
+    cell: Callable[[Obj], Any] | None = None
     format: str = ""
     priority: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScaleRules:
+    """Where the scale subresource (autoscaling/v1 Scale) reads and writes a
+    resource: dotted paths to its replicas, and its selector as a string."""
+
+    spec_replicas: str = "spec.replicas"
+    status_replicas: str = "status.replicas"
+    selector: Callable[[Obj], str]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,6 +67,7 @@ class Resource:
         "deletecollection",
         "get",
         "list",
+        "patch",
         "update",
         "watch",
     )
@@ -64,6 +80,14 @@ class Resource:
     field_selectors: frozenset[str] = field(
         default_factory=lambda: frozenset({"metadata.name", "metadata.namespace"})
     )
+    # The status subresource: writes to the resource keep its status, writes to
+    # status keep everything else.
+    status: StatusStrategy | None = None
+    scale: ScaleRules | None = None
+
+    @property
+    def subresources(self) -> tuple[str, ...]:
+        return (("status",) if self.status else ()) + (("scale",) if self.scale else ())
 
     @property
     def api_version(self) -> str:
@@ -171,7 +195,7 @@ NAMESPACES = Resource(
     strategy=NamespaceStrategy(),
     short_names=("ns",),
     # As kube's: namespaces go one at a time.
-    verbs=("create", "delete", "get", "list", "update", "watch"),
+    verbs=("create", "delete", "get", "list", "patch", "update", "watch"),
     spec_finalizers=True,
     columns=(
         NAME_COLUMN,
@@ -249,4 +273,77 @@ LEASES = Resource(
     ),
 )
 
-BUILT_IN = (NAMESPACES, CONFIGMAPS, SECRETS, SERVICE_ACCOUNTS, LEASES)
+
+def _replicas_ready(obj: Obj) -> str:
+    """A Deployment's Ready cell: ready of desired replicas."""
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    return f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 0)}"
+
+
+def _containers(obj: Obj, field: str) -> str:
+    template_spec = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+    return ",".join(str(c.get(field, "")) for c in template_spec.get("containers") or [])
+
+
+_DEPLOYMENT_STRATEGY = apps.DeploymentStrategy()
+DEPLOYMENTS = Resource(
+    group="apps",
+    version="v1",
+    name="deployments",
+    singular="deployment",
+    kind="Deployment",
+    namespaced=True,
+    strategy=_DEPLOYMENT_STRATEGY,
+    status=_DEPLOYMENT_STRATEGY,
+    scale=ScaleRules(selector=apps.scale_selector),
+    short_names=("deploy",),
+    categories=("all",),
+    columns=(
+        NAME_COLUMN,
+        Column(
+            name="Ready",
+            type="string",
+            description="Number of the pod with ready state",
+            cell=_replicas_ready,
+        ),
+        Column(
+            name="Up-to-date",
+            type="integer",
+            description="Total number of non-terminated pods targeted by this deployment that "
+            "have the desired template spec.",
+            cell=lambda obj: (obj.get("status") or {}).get("updatedReplicas", 0),
+        ),
+        Column(
+            name="Available",
+            type="integer",
+            description="Total number of available pods (ready for at least minReadySeconds) "
+            "targeted by this deployment.",
+            cell=lambda obj: (obj.get("status") or {}).get("availableReplicas", 0),
+        ),
+        AGE_COLUMN,
+        Column(
+            name="Containers",
+            type="string",
+            priority=1,
+            description="Names of each container in the template.",
+            cell=lambda obj: _containers(obj, "name"),
+        ),
+        Column(
+            name="Images",
+            type="string",
+            priority=1,
+            description="Images referenced by each container in the template.",
+            cell=lambda obj: _containers(obj, "image"),
+        ),
+        Column(
+            name="Selector",
+            type="string",
+            priority=1,
+            description="Label selector for pods. Existing ReplicaSets whose pods are selected "
+            "by this will be the ones affected by this deployment.",
+            cell=apps.scale_selector,
+        ),
+    ),
+)
+
+BUILT_IN = (NAMESPACES, CONFIGMAPS, SECRETS, SERVICE_ACCOUNTS, LEASES, DEPLOYMENTS)

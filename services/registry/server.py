@@ -76,6 +76,7 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
                     verbs=s.resource.verbs,
                     short_names=s.resource.short_names,
                     categories=s.resource.categories,
+                    subresources=s.resource.subresources,
                 )
                 for s in self._stores.values()
             ]
@@ -98,7 +99,11 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
         body = await _answer(
             context,
             lambda: self._store(ref).get(
-                ref.namespace, request.name, request.resource_version, _rendering(request.rendering)
+                ref.namespace,
+                request.name,
+                request.resource_version,
+                _rendering(request.rendering),
+                request.subresource,
             ),
         )
         return registry_pb2.ObjectResponse(object=body)
@@ -144,7 +149,11 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
         body = await _answer(
             context,
             lambda: self._store(ref).update(
-                ref.namespace, request.name, request.body, dry_run=request.dry_run
+                ref.namespace,
+                request.name,
+                request.body,
+                dry_run=request.dry_run,
+                subresource=request.subresource,
             ),
         )
         return registry_pb2.ObjectResponse(object=body)

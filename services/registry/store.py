@@ -9,9 +9,11 @@ sees a storage error.
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
+import functools
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -20,8 +22,9 @@ import orjson
 
 from services.registry import tables
 from services.registry.resources import NAMESPACES, Resource
+from services.registry.strategy import assign, lookup
 from strata.api import errors, meta, names
-from strata.api.causes import forbidden, not_supported
+from strata.api.causes import forbidden, invalid_value, not_supported
 from strata.api.errors import Cause, StatusError
 from strata.api.selectors import (
     FieldSelector,
@@ -275,6 +278,62 @@ class Store:
         if self.resource.namespaced and not namespace:
             raise errors.bad_request("a namespace must be given for namespaced resources")
 
+    def _check_subresource(self, subresource: str) -> None:
+        if subresource and subresource not in self.resource.subresources:
+            raise errors.path_not_found()
+
+    # --- the scale subresource -------------------------------------------------
+
+    def _scale_of(self, obj: Obj) -> Obj:
+        """The autoscaling/v1 Scale of an object (kube's scaleFromDeployment)."""
+        rules = self.resource.scale
+        assert rules is not None
+        metadata = obj.get("metadata") or {}
+        status: Obj = {"replicas": lookup(obj, rules.status_replicas) or 0}
+        if selector := rules.selector(obj):
+            status["selector"] = selector
+        return {
+            "kind": "Scale",
+            "apiVersion": "autoscaling/v1",
+            "metadata": {
+                k: metadata[k]
+                for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+                if k in metadata
+            },
+            "spec": {"replicas": lookup(obj, rules.spec_replicas) or 0},
+            "status": status,
+        }
+
+    def _decode_scale(self, body: bytes, namespace: str, name: str) -> tuple[int, str]:
+        """The replicas a Scale body asks for and the resourceVersion it names;
+        a Scale that is not one is 400, a negative count 422 (Scale.autoscaling)."""
+        try:
+            scale = orjson.loads(body)
+        except orjson.JSONDecodeError as e:
+            raise errors.bad_request(f"the object provided is not valid JSON: {e}") from None
+        if not isinstance(scale, dict) or not isinstance(scale.get("metadata", {}), dict):
+            raise errors.bad_request("the object provided is not a Scale")
+        if scale.setdefault("kind", "Scale") != "Scale" or scale.setdefault(
+            "apiVersion", "autoscaling/v1"
+        ) not in ("autoscaling/v1", "v1"):
+            raise errors.bad_request(
+                f"the kind in the data ({scale['kind']}, {scale['apiVersion']}) does not match "
+                "the expected kind (Scale, autoscaling/v1)"
+            )
+        metadata = scale.get("metadata") or {}
+        self._check_names(metadata, namespace, name)
+        replicas = (scale.get("spec") or {}).get("replicas", 0)
+        if not isinstance(replicas, int) or isinstance(replicas, bool):
+            raise errors.bad_request(
+                'Scale in version "v1" cannot be handled as a Scale: json: cannot unmarshal '
+                f"{type(replicas).__name__} into Go struct field ScaleSpec.spec.replicas of type "
+                "int32"
+            )
+        if replicas < 0:
+            cause = invalid_value("spec.replicas", replicas, "must be greater than or equal to 0")
+            raise errors.invalid("Scale", name, [cause], "autoscaling")
+        return replicas, str(metadata.get("resourceVersion") or "")
+
     # --- create ----------------------------------------------------------------
 
     async def create(self, namespace: str, body: bytes, *, dry_run: bool = False) -> bytes:
@@ -294,7 +353,13 @@ class Store:
         else:
             metadata.pop("namespace", None)
         generate = metadata.get("generateName", "") if not metadata.get("name") else ""
-        for field in ("uid", "resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
+        for field in (
+            "uid",
+            "resourceVersion",
+            "generation",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+        ):
             metadata.pop(field, None)
         metadata["creationTimestamp"] = meta.now_rfc3339()
         self._strategy.prepare_for_create(obj)
@@ -363,13 +428,21 @@ class Store:
     # --- reads -----------------------------------------------------------------
 
     async def get(
-        self, namespace: str, name: str, resource_version: str, rendering: Rendering
+        self,
+        namespace: str,
+        name: str,
+        resource_version: str,
+        rendering: Rendering,
+        subresource: str = "",
     ) -> bytes:
         self._check_namespace_arg(namespace)
+        self._check_subresource(subresource)
         with self._interpreted(name):
             obj = await self._storage.get(
                 self.resource.key(namespace, name), GetOptions(resource_version=resource_version)
             )
+        if subresource == "scale":
+            return orjson.dumps(self._scale_of(orjson.loads(obj.value)))
         if rendering.as_table:
             return tables.table(self.resource, [obj.value], "", rendering.include_object)
         return obj.value
@@ -488,47 +561,56 @@ class Store:
     # --- update ----------------------------------------------------------------
 
     async def update(
-        self, namespace: str, name: str, body: bytes, *, dry_run: bool = False
+        self,
+        namespace: str,
+        name: str,
+        body: bytes,
+        *,
+        dry_run: bool = False,
+        subresource: str = "",
     ) -> bytes:
+        """The stored object (a Scale for the scale subresource); with dry_run,
+        what would have been stored, at the revision that stays."""
         r = self.resource
         self._check_namespace_arg(namespace)
-        obj = decode_body(body, r)
-        metadata = obj["metadata"]
-        if metadata.get("name", name) != name:
-            raise errors.bad_request(
-                f"the name of the object ({metadata['name']}) does not match the name on the "
-                f"URL ({name})"
-            )
-        if r.namespaced and metadata.get("namespace", namespace) != namespace:
-            raise errors.bad_request(
-                "the namespace of the provided object does not match the namespace sent on the "
-                "request"
-            )
-        requested_rv = str(metadata.get("resourceVersion", ""))
+        self._check_subresource(subresource)
+        build: Callable[[Obj], Obj]
+        if subresource == "scale":
+            replicas, requested_rv = self._decode_scale(body, namespace, name)
+            assert r.scale is not None
+            spec_replicas = r.scale.spec_replicas
+
+            def build(old: Obj) -> Obj:
+                new = copy.deepcopy(old)
+                assign(new, spec_replicas, replicas)
+                return new
+
+        else:
+            obj = decode_body(body, r)
+            self._check_names(obj["metadata"], namespace, name)
+            requested_rv = str(obj["metadata"].get("resourceVersion", ""))
+            if subresource == "status":
+
+                def build(old: Obj) -> Obj:
+                    # Everything but status stays as it is (kube's ResetObjectMetaForStatus).
+                    new = copy.deepcopy(old)
+                    new["status"] = obj.get("status") or {}
+                    return new
+
+            else:
+                build = functools.partial(self._replacement, obj, namespace, name)
 
         async def apply(current: storage_pb2.Object) -> bytes:
             if requested_rv and requested_rv != str(current.resource_version):
                 raise Conflict(current.key, "stale resourceVersion")
             old = orjson.loads(current.value)
-            new = dict(obj)
-            new_meta = dict(metadata)
-            new["metadata"] = new_meta
-            new_meta["name"] = name
-            if r.namespaced:
-                new_meta["namespace"] = namespace
+            new = build(old)
+            if subresource == "status":
+                assert r.status is not None
+                causes = r.status.validate_status_update(new, old)
             else:
-                new_meta.pop("namespace", None)
-            old_meta = old.get("metadata", {})
-            # kube's BeforeUpdate: the creation time is the server's, whatever was sent;
-            # a uid left out is the old one, a different one is refused below.
-            new_meta["creationTimestamp"] = old_meta.get("creationTimestamp")
-            new_meta.setdefault("uid", old_meta.get("uid"))
-            # ...and an update never takes back a deletion under way.
-            for field in ("deletionTimestamp", "deletionGracePeriodSeconds"):
-                if field in old_meta:
-                    new_meta[field] = old_meta[field]
-            self._strategy.prepare_for_update(new, old)
-            causes = self._strategy.validate_update(new, old)
+                self._strategy.prepare_for_update(new, old)
+                causes = self._strategy.validate_update(new, old)
             if causes:
                 raise errors.invalid(r.kind, name, causes, r.group)
             return orjson.dumps(new)
@@ -540,10 +622,53 @@ class Store:
                 updated = orjson.loads(await apply(current))
                 # What a real update would answer, but at the revision that stays.
                 updated["metadata"]["resourceVersion"] = str(current.resource_version)
-                return orjson.dumps(updated)
-            stored = await guaranteed_update(self._storage, key, apply)
-            await self._delete_if_finalized(stored)
-        return stored.value
+            else:
+                stored = await guaranteed_update(self._storage, key, apply)
+                await self._delete_if_finalized(stored)
+                if subresource != "scale":
+                    return stored.value
+                updated = orjson.loads(stored.value)
+        if subresource == "scale":
+            return orjson.dumps(self._scale_of(updated))
+        return orjson.dumps(updated)
+
+    def _check_names(self, metadata: Obj, namespace: str, name: str) -> None:
+        """A body's name and namespace, when given, must be the URL's (400)."""
+        if metadata.get("name", name) != name:
+            raise errors.bad_request(
+                f"the name of the object ({metadata['name']}) does not match the name on the "
+                f"URL ({name})"
+            )
+        if self.resource.namespaced and metadata.get("namespace", namespace) != namespace:
+            raise errors.bad_request(
+                "the namespace of the provided object does not match the namespace sent on the "
+                "request"
+            )
+
+    def _replacement(self, obj: Obj, namespace: str, name: str, old: Obj) -> Obj:
+        """What a PUT of obj makes of old before the strategy's turn: the server's
+        own metadata (kube's BeforeUpdate) put back over what was sent."""
+        new = dict(obj)
+        new_meta = dict(obj["metadata"])
+        new["metadata"] = new_meta
+        new_meta["name"] = name
+        if self.resource.namespaced:
+            new_meta["namespace"] = namespace
+        else:
+            new_meta.pop("namespace", None)
+        old_meta = old.get("metadata", {})
+        # The creation time is the server's, whatever was sent; a uid left out is
+        # the old one (a different one is refused by validation).
+        new_meta["creationTimestamp"] = old_meta.get("creationTimestamp")
+        new_meta.setdefault("uid", old_meta.get("uid"))
+        # An update never takes back a deletion under way, and the generation is
+        # the strategy's to move.
+        for field in ("deletionTimestamp", "deletionGracePeriodSeconds", "generation"):
+            if field in old_meta:
+                new_meta[field] = old_meta[field]
+            else:
+                new_meta.pop(field, None)
+        return new
 
     async def _delete_if_finalized(self, stored: storage_pb2.Object) -> None:
         """Delete an object whose last finalizer just went while it was being

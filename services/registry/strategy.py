@@ -8,9 +8,10 @@ configuration; it says what is special about one resource and nothing else.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from typing import Any, Protocol
 
-from strata.api import names
+from strata.api import errors, names
 from strata.api.causes import (
     forbidden,
     go_value,
@@ -38,6 +39,95 @@ class Strategy(Protocol):
     def prepare_for_update(self, obj: Obj, old: Obj) -> None: ...
 
     def validate_update(self, obj: Obj, old: Obj) -> list[Cause]: ...
+
+
+class StatusStrategy(Protocol):
+    """What a resource with a status subresource checks on a status write (the
+    Store has already put the old object's everything-but-status back)."""
+
+    def validate_status_update(self, obj: Obj, old: Obj) -> list[Cause]: ...
+
+
+def lookup(obj: Obj, path: str) -> Any:
+    """The value at a dotted path, or None where the path leads nowhere."""
+    value: Any = obj
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def assign(obj: Obj, path: str, value: Any) -> None:
+    """Set the value at a dotted path, making the maps on the way."""
+    *parents, last = path.split(".")
+    for part in parents:
+        child = obj.get(part)
+        if not isinstance(child, dict):
+            child = obj[part] = {}
+        obj = child
+    obj[last] = value
+
+
+def next_generation(obj: Obj, old: Obj, changed: bool) -> None:
+    """metadata.generation: the old one, plus one when what it counts changed."""
+    generation = int((old.get("metadata") or {}).get("generation") or 1)
+    obj["metadata"]["generation"] = generation + 1 if changed else generation
+
+
+# Go's JSON names for what a value is, in its "cannot unmarshal" errors.
+def _json_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return f"number {value}" if isinstance(value, float) else "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _fits(value: Any, go_type: str) -> bool:
+    if go_type.startswith(("int", "uint")):
+        return isinstance(value, int) and not isinstance(value, bool)
+    if go_type == "string" or go_type.startswith("string:"):
+        return isinstance(value, str)
+    if go_type == "bool":
+        return isinstance(value, bool)
+    if go_type.startswith("[]"):
+        return isinstance(value, list)
+    return isinstance(value, dict)  # a struct or a map
+
+
+def _values_at(value: Any, parts: list[str]) -> Iterator[Any]:
+    """Every value at a dotted path whose "[]" parts range over a list's items."""
+    if not parts:
+        yield value
+        return
+    part, rest = parts[0], parts[1:]
+    if part.endswith("[]"):
+        items = value.get(part[:-2]) if isinstance(value, dict) else None
+        for item in items if isinstance(items, list) else ():
+            yield from _values_at(item, rest)
+    elif isinstance(value, dict) and value.get(part) is not None:
+        yield from _values_at(value[part], rest)
+
+
+def check_decodable(
+    obj: Obj, kind: str, version: str, fields: Iterable[tuple[str, str, str]]
+) -> None:
+    """kube's decoder: a field of the wrong JSON type makes the whole body a 400
+    (before any field rule runs). fields are (dotted path, the Go struct holding
+    the field, the field's Go type: "string:<name>" for a named string type); a
+    path's "[]" parts are each list item."""
+    for path, struct, go_type in fields:
+        for value in _values_at(obj, path.split(".")):
+            if not _fits(value, go_type):
+                json_path = path.replace("[]", "")
+                raise errors.bad_request(
+                    f'{kind} in version "{version}" cannot be handled as a {kind}: json: cannot '
+                    f"unmarshal {_json_kind(value)} into Go struct field {struct}.{json_path} "
+                    f"of type {go_type.removeprefix('string:')}"
+                )
 
 
 def immutable_when_set(obj: Obj, old: Obj, fields: tuple[str, ...]) -> list[Cause]:

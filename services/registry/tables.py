@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 
 from services.registry.resources import Column, Resource
+from services.registry.strategy import lookup
 from strata.api import meta
 from strata.api.errors import bad_request
 
@@ -15,13 +16,13 @@ INCLUDE_OBJECT = ("None", "Metadata", "Object")
 
 
 def _cell(column: Column, obj: dict[str, Any]) -> Any:
+    if column.cell is not None:
+        return column.cell(obj)
     if column.path == "@age":
         return meta.age(obj.get("metadata", {}).get("creationTimestamp"))
     if column.path.startswith("@count:"):  # how many entries the named fields hold
         return sum(len(obj.get(f) or ()) for f in column.path.removeprefix("@count:").split(","))
-    value: Any = obj
-    for part in column.path.split("."):
-        value = value.get(part) if isinstance(value, dict) else None
+    value = lookup(obj, column.path)
     return "" if value is None else value
 
 

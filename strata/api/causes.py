@@ -4,16 +4,21 @@ checks, and the gateway's request options."""
 
 from __future__ import annotations
 
+import orjson
+
 from strata.api.errors import Cause
 
 
 def go_value(value: object) -> str:
     """A bad value as field.Error prints it: strings quoted, string lists as Go's
-    %#v of a []string, anything else as it is."""
+    %#v of a []string, maps and structs as JSON (apimachinery since 1.31),
+    anything else as it is."""
     if isinstance(value, str):
         return f'"{value}"'
-    if isinstance(value, list):
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return "[]string{" + ", ".join(f'"{v}"' for v in value) + "}"
+    if isinstance(value, dict | list):
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
     return str(value)
 
 
@@ -29,6 +34,12 @@ def immutable(field: str, value: object) -> Cause:
 def required(field: str, detail: str = "") -> Cause:
     message = f"Required value: {detail}" if detail else "Required value"
     return Cause(reason="FieldValueRequired", message=message, field=field)
+
+
+def duplicate(field: str, value: object) -> Cause:
+    return Cause(
+        reason="FieldValueDuplicate", message=f"Duplicate value: {go_value(value)}", field=field
+    )
 
 
 def forbidden(field: str, detail: str) -> Cause:

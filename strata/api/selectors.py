@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from strata.api import names
 from strata.api.errors import StatusError, bad_request
@@ -43,6 +44,19 @@ class Requirement:
                 return have > want if self.op == "gt" else have < want
         return False
 
+    def __str__(self) -> str:
+        """The requirement as a selector string reads it back (kube's String)."""
+        match self.op:
+            case "in" | "notin":
+                return f"{self.key} {self.op} ({','.join(self.values)})"
+            case "exists":
+                return self.key
+            case "!":
+                return f"!{self.key}"
+            case "gt" | "lt":
+                return f"{self.key}{'>' if self.op == 'gt' else '<'}{self.values[0]}"
+        return f"{self.key}{self.op}{self.values[0]}"
+
 
 @dataclass(frozen=True)
 class LabelSelector:
@@ -54,6 +68,28 @@ class LabelSelector:
     @property
     def empty(self) -> bool:
         return not self.requirements
+
+    def __str__(self) -> str:
+        return ",".join(str(r) for r in self.requirements)
+
+
+# metav1.LabelSelector's operators and the requirement each becomes.
+SELECTOR_OPERATORS = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!"}
+
+
+def from_label_selector(selector: Mapping[str, Any]) -> LabelSelector:
+    """A metav1.LabelSelector (matchLabels and matchExpressions, already valid)
+    as a selector, its requirements sorted by key as kube's
+    LabelSelectorAsSelector sorts them."""
+    requirements = [
+        Requirement(key=str(k), op="=", values=(str(v),))
+        for k, v in dict(selector.get("matchLabels") or {}).items()
+    ]
+    for expression in list(selector.get("matchExpressions") or []):
+        values = tuple(sorted(str(v) for v in expression.get("values") or []))
+        op = SELECTOR_OPERATORS[expression["operator"]]
+        requirements.append(Requirement(key=str(expression["key"]), op=op, values=values))
+    return LabelSelector(tuple(sorted(requirements, key=lambda r: r.key)))
 
 
 def _split_top_level(text: str) -> list[str]:

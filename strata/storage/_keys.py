@@ -12,6 +12,7 @@ from __future__ import annotations
 # "/<resource>/" like the core group's: their group comes from this table.
 WELL_KNOWN_GROUPS: dict[str, str] = {
     "leases": "coordination.k8s.io",
+    "deployments": "apps",
 }
 
 

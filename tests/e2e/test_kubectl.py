@@ -242,3 +242,83 @@ def test_deleting_a_namespace_deletes_what_is_in_it(system: System) -> None:
     assert gone.returncode != 0 and 'namespaces "doomed" not found' in gone.stderr
     left = kubectl(system, "-n", "doomed", "get", "configmaps", "-o", "json")
     assert json.loads(left.stdout)["items"] == []
+
+
+DEPLOYMENT_YAML = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: applied
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: applied}}
+  template:
+    metadata: {labels: {app: applied}}
+    spec:
+      containers:
+      - name: a
+        image: nginx:1
+        env: [{name: X, value: "1"}, {name: Z, value: "2"}]
+      - name: b
+        image: busybox
+"""
+
+
+def test_deployments_create_scale_label_and_patch(system: System, demo: str) -> None:
+    # kubectl sends this one as protobuf.
+    created = kubectl(
+        system, "-n", demo, "create", "deployment", "web", "--image=nginx:1.27", "--replicas=2"
+    )
+    assert created.stdout.strip() == "deployment.apps/web created"
+    scaled = kubectl(system, "-n", demo, "scale", "deployment", "web", "--replicas=4")
+    assert scaled.stdout.strip() == "deployment.apps/web scaled"
+    kubectl(system, "-n", demo, "label", "deployment", "web", "tier=frontend")
+    kubectl(
+        system, "-n", demo, "patch", "deployment", "web", "-p",
+        '{"spec":{"template":{"spec":{"containers":[{"name":"sidecar","image":"busybox"}]}}}}',
+    )  # fmt: skip
+    obj = json.loads(kubectl(system, "-n", demo, "get", "deploy", "web", "-o", "json").stdout)
+    assert obj["spec"]["replicas"] == 4
+    assert obj["metadata"]["labels"] == {"app": "web", "tier": "frontend"}
+    assert [c["name"] for c in obj["spec"]["template"]["spec"]["containers"]] == [
+        "nginx",
+        "sidecar",
+    ]
+    assert obj["metadata"]["generation"] == 3  # created, scaled, patched; not labelled
+    assert obj["spec"]["template"]["metadata"] == {"labels": {"app": "web"}}
+
+    table = kubectl(system, "-n", demo, "get", "deployments", "-o", "wide").stdout.splitlines()
+    assert table[0].split() == [
+        "NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE", "CONTAINERS", "IMAGES", "SELECTOR",
+    ]  # fmt: skip
+    row = table[1].split()
+    assert row[:4] == ["web", "0/4", "0", "0"]
+    assert row[5:] == ["nginx,sidecar", "nginx:1.27,busybox", "app=web"]
+
+    refused = kubectl(
+        system, "-n", demo, "patch", "deployment", "web", "--type=json", "-p",
+        '[{"op":"replace","path":"/spec/replicas","value":-3}]', check=False,
+    )  # fmt: skip
+    assert refused.returncode != 0
+    assert (
+        'The Deployment "web" is invalid: spec.replicas: Invalid value: -3: must be greater '
+        "than or equal to 0" in refused.stderr
+    )
+
+
+def test_apply_creates_configures_and_leaves_unchanged(system: System, demo: str) -> None:
+    def apply(manifest: str) -> str:
+        # --validate=false: no OpenAPI yet (issue 6).
+        args = ("-n", demo, "apply", "--validate=false", "-f", "-")
+        return kubectl(system, *args, stdin=manifest).stdout.strip()
+
+    assert apply(DEPLOYMENT_YAML) == "deployment.apps/applied created"
+    changed = DEPLOYMENT_YAML.replace('value: "1"', 'value: "9"').replace("name: b", "name: c")
+    assert apply(changed) == "deployment.apps/applied configured"
+    assert apply(changed) == "deployment.apps/applied unchanged"
+    obj = json.loads(kubectl(system, "-n", demo, "get", "deploy", "applied", "-o", "json").stdout)
+    containers = obj["spec"]["template"]["spec"]["containers"]
+    assert [c["name"] for c in containers] == ["a", "c"]
+    assert containers[0]["env"] == [{"name": "X", "value": "9"}, {"name": "Z", "value": "2"}]
+    assert obj["metadata"]["generation"] == 2
+    assert kubectl(system, "-n", demo, "diff", "-f", "-", stdin=changed).returncode == 0

@@ -87,3 +87,91 @@ def test_secrets_and_delete_collection(core: Any) -> None:
     core.delete_collection_namespaced_secret(namespace, label_selector="team=a")
     left = core.list_namespaced_secret(namespace)
     assert [s.metadata.name for s in left.items] == ["three"]
+
+
+@pytest.fixture(scope="module")
+def apps(system: System) -> Iterator[Any]:
+    api_client = config.new_client_from_config(config_file=str(system.kubeconfig))
+    yield client.AppsV1Api(api_client)
+    api_client.close()
+
+
+def _deployment(generate_name: str, replicas: int) -> Any:
+    labels = {"app": generate_name.rstrip("-")}
+    return client.V1Deployment(
+        metadata=client.V1ObjectMeta(generate_name=generate_name, labels=labels),
+        spec=client.V1DeploymentSpec(
+            replicas=replicas,
+            selector=client.V1LabelSelector(match_labels=labels),
+            template=client.V1PodTemplateSpec(
+                metadata=client.V1ObjectMeta(labels=labels),
+                spec=client.V1PodSpec(containers=[client.V1Container(name="a", image="nginx")]),
+            ),
+        ),
+    )
+
+
+def test_deployments_generation_status_and_scale(core: Any, apps: Any) -> None:
+    namespace = f"py-{uuid.uuid4().hex[:8]}"
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
+    created = apps.create_namespaced_deployment(namespace, _deployment("web-", 2))
+    name = created.metadata.name
+    assert name.startswith("web-") and len(name) == len("web-") + 5
+    assert created.metadata.generation == 1
+
+    created.spec.template.spec.containers[0].image = "nginx:2"
+    updated = apps.replace_namespaced_deployment(name, namespace, created)
+    assert updated.metadata.generation == 2
+
+    updated.status = client.V1DeploymentStatus(replicas=2, ready_replicas=1, observed_generation=2)
+    with_status = apps.replace_namespaced_deployment_status(name, namespace, updated)
+    assert with_status.status.ready_replicas == 1
+    assert with_status.metadata.generation == 2
+
+    scale = apps.read_namespaced_deployment_scale(name, namespace)
+    assert (scale.spec.replicas, scale.status.replicas) == (2, 2)
+    assert scale.status.selector == "app=web"
+    scale.spec.replicas = 5
+    apps.replace_namespaced_deployment_scale(name, namespace, scale)
+    patched = apps.patch_namespaced_deployment_scale(name, namespace, {"spec": {"replicas": 7}})
+    assert patched.spec.replicas == 7
+    final = apps.read_namespaced_deployment(name, namespace)
+    assert final.spec.replicas == 7 and final.metadata.generation == 4
+    assert final.status.ready_replicas == 1
+
+    with pytest.raises(ApiException) as raised:
+        apps.patch_namespaced_deployment_scale(name, namespace, {"spec": {"replicas": -1}})
+    assert raised.value.status == 422
+
+
+def test_pagination_and_selectors(core: Any, apps: Any) -> None:
+    namespace = f"py-{uuid.uuid4().hex[:8]}"
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
+    for i in range(7):
+        labels = {"parity": "even" if i % 2 == 0 else "odd"}
+        body = client.V1ConfigMap(metadata=client.V1ObjectMeta(name=f"cm-{i}", labels=labels))
+        core.create_namespaced_config_map(namespace, body)
+    names: list[str] = []
+    token = None
+    pages = 0
+    while True:
+        page = core.list_namespaced_config_map(namespace, limit=3, _continue=token)
+        names += [c.metadata.name for c in page.items]
+        pages += 1
+        token = page.metadata._continue
+        if not token:
+            break
+        assert page.metadata.remaining_item_count == 7 - len(names)
+    assert pages == 3 and names == [f"cm-{i}" for i in range(7)]
+
+    odd = core.list_namespaced_config_map(namespace, label_selector="parity=odd")
+    assert [c.metadata.name for c in odd.items] == ["cm-1", "cm-3", "cm-5"]
+    one = core.list_namespaced_config_map(namespace, field_selector="metadata.name=cm-4")
+    assert [c.metadata.name for c in one.items] == ["cm-4"]
+    everywhere = core.list_config_map_for_all_namespaces(label_selector="parity=even")
+    assert {c.metadata.name for c in everywhere.items if c.metadata.namespace == namespace} == {
+        "cm-0",
+        "cm-2",
+        "cm-4",
+        "cm-6",
+    }

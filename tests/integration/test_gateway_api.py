@@ -45,10 +45,12 @@ async def test_discovery_documents(http: aiohttp.ClientSession) -> None:
     assert api["kind"] == "APIVersions" and api["versions"] == ["v1"]
     groups = await get_json(http, "/apis")
     coordination = {"groupVersion": "coordination.k8s.io/v1", "version": "v1"}
+    apps = {"groupVersion": "apps/v1", "version": "v1"}
     assert groups == {
         "kind": "APIGroupList",
         "apiVersion": "v1",
         "groups": [
+            {"name": "apps", "versions": [apps], "preferredVersion": apps},
             {
                 "name": "coordination.k8s.io",
                 "versions": [coordination],

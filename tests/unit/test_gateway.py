@@ -7,7 +7,7 @@ import pytest
 
 from services.gateway import kubeproto, negotiation, paths
 from strata.api.errors import StatusError
-from strata.proto.k8s import core_v1_pb2, meta_v1_pb2, runtime_pb2
+from strata.proto.k8s import apps_v1_pb2, core_v1_pb2, meta_v1_pb2, runtime_pb2
 
 
 @pytest.mark.parametrize(
@@ -114,9 +114,57 @@ def test_protobuf_times_and_lists() -> None:
     assert converted["spec"] == {"finalizers": ["kubernetes"]}
 
 
+def test_protobuf_deployment_keeps_chosen_zeroes_and_int_or_strings() -> None:
+    message = apps_v1_pb2.Deployment(
+        metadata=meta_v1_pb2.ObjectMeta(name="web"),
+        spec=apps_v1_pb2.DeploymentSpec(
+            replicas=0,  # a pointer: zero was asked for
+            minReadySeconds=0,  # not a pointer: gogo writes it, JSON omits it
+            selector=meta_v1_pb2.LabelSelector(matchLabels={"app": "web"}),
+            strategy=apps_v1_pb2.DeploymentStrategy(
+                rollingUpdate=apps_v1_pb2.RollingUpdateDeployment(
+                    maxUnavailable=core_v1_pb2.IntOrString(type=1, strVal="50%"),
+                    maxSurge=core_v1_pb2.IntOrString(type=0, intVal=0),
+                )
+            ),
+            template=core_v1_pb2.PodTemplateSpec(
+                # metav1.Time marshals its zero as an empty message.
+                metadata=meta_v1_pb2.ObjectMeta(
+                    labels={"app": "web"}, creationTimestamp=meta_v1_pb2.Time()
+                ),
+                spec=core_v1_pb2.PodSpec(
+                    containers=[
+                        core_v1_pb2.Container(
+                            name="nginx",
+                            image="nginx",
+                            resources=core_v1_pb2.ResourceRequirements(
+                                limits={"cpu": core_v1_pb2.Quantity(string="500m")}
+                            ),
+                        )
+                    ]
+                ),
+            ),
+        ),
+    )
+    body = _envelope("apps/v1", "Deployment", message.SerializeToString())
+    assert orjson.loads(kubeproto.to_json(body))["spec"] == {
+        "replicas": 0,
+        "selector": {"matchLabels": {"app": "web"}},
+        "strategy": {"rollingUpdate": {"maxUnavailable": "50%", "maxSurge": 0}},
+        "template": {
+            "metadata": {"labels": {"app": "web"}},
+            "spec": {
+                "containers": [
+                    {"name": "nginx", "image": "nginx", "resources": {"limits": {"cpu": "500m"}}}
+                ]
+            },
+        },
+    }
+
+
 def test_protobuf_of_unknown_type_is_415_and_garbage_is_400() -> None:
     with pytest.raises(StatusError) as raised:
-        kubeproto.to_json(_envelope("apps/v1", "Deployment", b""))
+        kubeproto.to_json(_envelope("apps/v1", "StatefulSet", b""))
     assert raised.value.code == 415
     with pytest.raises(StatusError) as raised:
         kubeproto.to_json(b"not protobuf")

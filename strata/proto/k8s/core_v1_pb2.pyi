@@ -356,3 +356,333 @@ class ServiceAccount(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ServiceAccount: _TypeAlias = ServiceAccount  # noqa: Y015
+
+@_typing.final
+class Quantity(_message.Message):
+    """k8s.io/apimachinery's resource.Quantity and intstr.IntOrString, which JSON
+    writes as a bare string and as a number or a string.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STRING_FIELD_NUMBER: _builtins.int
+    string: _builtins.str
+    def __init__(
+        self,
+        *,
+        string: _builtins.str | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["string", b"string"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["string", b"string"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Quantity: _TypeAlias = Quantity  # noqa: Y015
+
+@_typing.final
+class IntOrString(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TYPE_FIELD_NUMBER: _builtins.int
+    INTVAL_FIELD_NUMBER: _builtins.int
+    STRVAL_FIELD_NUMBER: _builtins.int
+    type: _builtins.int
+    intVal: _builtins.int
+    strVal: _builtins.str
+    def __init__(
+        self,
+        *,
+        type: _builtins.int | None = ...,
+        intVal: _builtins.int | None = ...,
+        strVal: _builtins.str | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["intVal", b"intVal", "strVal", b"strVal", "type", b"type"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["intVal", b"intVal", "strVal", b"strVal", "type", b"type"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___IntOrString: _TypeAlias = IntOrString  # noqa: Y015
+
+@_typing.final
+class ContainerPort(_message.Message):
+    """The pod template fields clients set when they write workloads (kubectl
+    create deployment and the like); others are not read from protobuf.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    HOSTPORT_FIELD_NUMBER: _builtins.int
+    CONTAINERPORT_FIELD_NUMBER: _builtins.int
+    PROTOCOL_FIELD_NUMBER: _builtins.int
+    HOSTIP_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    hostPort: _builtins.int
+    containerPort: _builtins.int
+    protocol: _builtins.str
+    hostIP: _builtins.str
+    def __init__(
+        self,
+        *,
+        name: _builtins.str | None = ...,
+        hostPort: _builtins.int | None = ...,
+        containerPort: _builtins.int | None = ...,
+        protocol: _builtins.str | None = ...,
+        hostIP: _builtins.str | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["containerPort", b"containerPort", "hostIP", b"hostIP", "hostPort", b"hostPort", "name", b"name", "protocol", b"protocol"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["containerPort", b"containerPort", "hostIP", b"hostIP", "hostPort", b"hostPort", "name", b"name", "protocol", b"protocol"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ContainerPort: _TypeAlias = ContainerPort  # noqa: Y015
+
+@_typing.final
+class EnvVar(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    VALUE_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    value: _builtins.str
+    def __init__(
+        self,
+        *,
+        name: _builtins.str | None = ...,
+        value: _builtins.str | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "value", b"value"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "value", b"value"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___EnvVar: _TypeAlias = EnvVar  # noqa: Y015
+
+@_typing.final
+class ResourceRequirements(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class LimitsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        @_builtins.property
+        def value(self) -> Global___Quantity: ...
+        def __init__(
+            self,
+            *,
+            key: _builtins.str | None = ...,
+            value: Global___Quantity | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    @_typing.final
+    class RequestsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        @_builtins.property
+        def value(self) -> Global___Quantity: ...
+        def __init__(
+            self,
+            *,
+            key: _builtins.str | None = ...,
+            value: Global___Quantity | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    LIMITS_FIELD_NUMBER: _builtins.int
+    REQUESTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def limits(self) -> _containers.MessageMap[_builtins.str, Global___Quantity]: ...
+    @_builtins.property
+    def requests(self) -> _containers.MessageMap[_builtins.str, Global___Quantity]: ...
+    def __init__(
+        self,
+        *,
+        limits: _abc.Mapping[_builtins.str, Global___Quantity] | None = ...,
+        requests: _abc.Mapping[_builtins.str, Global___Quantity] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["limits", b"limits", "requests", b"requests"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ResourceRequirements: _TypeAlias = ResourceRequirements  # noqa: Y015
+
+@_typing.final
+class Container(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    IMAGE_FIELD_NUMBER: _builtins.int
+    COMMAND_FIELD_NUMBER: _builtins.int
+    ARGS_FIELD_NUMBER: _builtins.int
+    WORKINGDIR_FIELD_NUMBER: _builtins.int
+    PORTS_FIELD_NUMBER: _builtins.int
+    ENV_FIELD_NUMBER: _builtins.int
+    RESOURCES_FIELD_NUMBER: _builtins.int
+    TERMINATIONMESSAGEPATH_FIELD_NUMBER: _builtins.int
+    IMAGEPULLPOLICY_FIELD_NUMBER: _builtins.int
+    STDIN_FIELD_NUMBER: _builtins.int
+    STDINONCE_FIELD_NUMBER: _builtins.int
+    TTY_FIELD_NUMBER: _builtins.int
+    TERMINATIONMESSAGEPOLICY_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    image: _builtins.str
+    workingDir: _builtins.str
+    terminationMessagePath: _builtins.str
+    imagePullPolicy: _builtins.str
+    stdin: _builtins.bool
+    stdinOnce: _builtins.bool
+    tty: _builtins.bool
+    terminationMessagePolicy: _builtins.str
+    @_builtins.property
+    def command(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def args(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def ports(self) -> _containers.RepeatedCompositeFieldContainer[Global___ContainerPort]: ...
+    @_builtins.property
+    def env(self) -> _containers.RepeatedCompositeFieldContainer[Global___EnvVar]: ...
+    @_builtins.property
+    def resources(self) -> Global___ResourceRequirements: ...
+    def __init__(
+        self,
+        *,
+        name: _builtins.str | None = ...,
+        image: _builtins.str | None = ...,
+        command: _abc.Iterable[_builtins.str] | None = ...,
+        args: _abc.Iterable[_builtins.str] | None = ...,
+        workingDir: _builtins.str | None = ...,
+        ports: _abc.Iterable[Global___ContainerPort] | None = ...,
+        env: _abc.Iterable[Global___EnvVar] | None = ...,
+        resources: Global___ResourceRequirements | None = ...,
+        terminationMessagePath: _builtins.str | None = ...,
+        imagePullPolicy: _builtins.str | None = ...,
+        stdin: _builtins.bool | None = ...,
+        stdinOnce: _builtins.bool | None = ...,
+        tty: _builtins.bool | None = ...,
+        terminationMessagePolicy: _builtins.str | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["image", b"image", "imagePullPolicy", b"imagePullPolicy", "name", b"name", "resources", b"resources", "stdin", b"stdin", "stdinOnce", b"stdinOnce", "terminationMessagePath", b"terminationMessagePath", "terminationMessagePolicy", b"terminationMessagePolicy", "tty", b"tty", "workingDir", b"workingDir"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["args", b"args", "command", b"command", "env", b"env", "image", b"image", "imagePullPolicy", b"imagePullPolicy", "name", b"name", "ports", b"ports", "resources", b"resources", "stdin", b"stdin", "stdinOnce", b"stdinOnce", "terminationMessagePath", b"terminationMessagePath", "terminationMessagePolicy", b"terminationMessagePolicy", "tty", b"tty", "workingDir", b"workingDir"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Container: _TypeAlias = Container  # noqa: Y015
+
+@_typing.final
+class PodSpec(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class NodeSelectorEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str | None = ...,
+            value: _builtins.str | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    CONTAINERS_FIELD_NUMBER: _builtins.int
+    RESTARTPOLICY_FIELD_NUMBER: _builtins.int
+    TERMINATIONGRACEPERIODSECONDS_FIELD_NUMBER: _builtins.int
+    ACTIVEDEADLINESECONDS_FIELD_NUMBER: _builtins.int
+    DNSPOLICY_FIELD_NUMBER: _builtins.int
+    NODESELECTOR_FIELD_NUMBER: _builtins.int
+    SERVICEACCOUNTNAME_FIELD_NUMBER: _builtins.int
+    HOSTNAME_FIELD_NUMBER: _builtins.int
+    SUBDOMAIN_FIELD_NUMBER: _builtins.int
+    SCHEDULERNAME_FIELD_NUMBER: _builtins.int
+    INITCONTAINERS_FIELD_NUMBER: _builtins.int
+    restartPolicy: _builtins.str
+    terminationGracePeriodSeconds: _builtins.int
+    activeDeadlineSeconds: _builtins.int
+    dnsPolicy: _builtins.str
+    serviceAccountName: _builtins.str
+    hostname: _builtins.str
+    subdomain: _builtins.str
+    schedulerName: _builtins.str
+    @_builtins.property
+    def containers(self) -> _containers.RepeatedCompositeFieldContainer[Global___Container]: ...
+    @_builtins.property
+    def nodeSelector(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    @_builtins.property
+    def initContainers(self) -> _containers.RepeatedCompositeFieldContainer[Global___Container]: ...
+    def __init__(
+        self,
+        *,
+        containers: _abc.Iterable[Global___Container] | None = ...,
+        restartPolicy: _builtins.str | None = ...,
+        terminationGracePeriodSeconds: _builtins.int | None = ...,
+        activeDeadlineSeconds: _builtins.int | None = ...,
+        dnsPolicy: _builtins.str | None = ...,
+        nodeSelector: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        serviceAccountName: _builtins.str | None = ...,
+        hostname: _builtins.str | None = ...,
+        subdomain: _builtins.str | None = ...,
+        schedulerName: _builtins.str | None = ...,
+        initContainers: _abc.Iterable[Global___Container] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["activeDeadlineSeconds", b"activeDeadlineSeconds", "dnsPolicy", b"dnsPolicy", "hostname", b"hostname", "restartPolicy", b"restartPolicy", "schedulerName", b"schedulerName", "serviceAccountName", b"serviceAccountName", "subdomain", b"subdomain", "terminationGracePeriodSeconds", b"terminationGracePeriodSeconds"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["activeDeadlineSeconds", b"activeDeadlineSeconds", "containers", b"containers", "dnsPolicy", b"dnsPolicy", "hostname", b"hostname", "initContainers", b"initContainers", "nodeSelector", b"nodeSelector", "restartPolicy", b"restartPolicy", "schedulerName", b"schedulerName", "serviceAccountName", b"serviceAccountName", "subdomain", b"subdomain", "terminationGracePeriodSeconds", b"terminationGracePeriodSeconds"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PodSpec: _TypeAlias = PodSpec  # noqa: Y015
+
+@_typing.final
+class PodTemplateSpec(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    METADATA_FIELD_NUMBER: _builtins.int
+    SPEC_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def metadata(self) -> _meta_v1_pb2.ObjectMeta: ...
+    @_builtins.property
+    def spec(self) -> Global___PodSpec: ...
+    def __init__(
+        self,
+        *,
+        metadata: _meta_v1_pb2.ObjectMeta | None = ...,
+        spec: Global___PodSpec | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["metadata", b"metadata", "spec", b"spec"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["metadata", b"metadata", "spec", b"spec"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PodTemplateSpec: _TypeAlias = PodTemplateSpec  # noqa: Y015

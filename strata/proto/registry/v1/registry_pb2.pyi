@@ -175,6 +175,7 @@ class APIResource(_message.Message):
     VERBS_FIELD_NUMBER: _builtins.int
     SHORT_NAMES_FIELD_NUMBER: _builtins.int
     CATEGORIES_FIELD_NUMBER: _builtins.int
+    SUBRESOURCES_FIELD_NUMBER: _builtins.int
     group: _builtins.str
     version: _builtins.str
     name: _builtins.str
@@ -187,6 +188,10 @@ class APIResource(_message.Message):
     def short_names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     @_builtins.property
     def categories(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def subresources(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """"status", "scale": the subresources served (get and update each)."""
+
     def __init__(
         self,
         *,
@@ -199,10 +204,11 @@ class APIResource(_message.Message):
         verbs: _abc.Iterable[_builtins.str] | None = ...,
         short_names: _abc.Iterable[_builtins.str] | None = ...,
         categories: _abc.Iterable[_builtins.str] | None = ...,
+        subresources: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["categories", b"categories", "group", b"group", "kind", b"kind", "name", b"name", "namespaced", b"namespaced", "short_names", b"short_names", "singular_name", b"singular_name", "verbs", b"verbs", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["categories", b"categories", "group", b"group", "kind", b"kind", "name", b"name", "namespaced", b"namespaced", "short_names", b"short_names", "singular_name", b"singular_name", "subresources", b"subresources", "verbs", b"verbs", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -327,8 +333,11 @@ class GetRequest(_message.Message):
     NAME_FIELD_NUMBER: _builtins.int
     RESOURCE_VERSION_FIELD_NUMBER: _builtins.int
     RENDERING_FIELD_NUMBER: _builtins.int
+    SUBRESOURCE_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     resource_version: _builtins.str
+    subresource: _builtins.str
+    """"" for the object itself, or one of its resource's subresources."""
     @_builtins.property
     def resource(self) -> Global___ResourceRef: ...
     @_builtins.property
@@ -340,10 +349,11 @@ class GetRequest(_message.Message):
         name: _builtins.str = ...,
         resource_version: _builtins.str = ...,
         rendering: Global___Rendering | None = ...,
+        subresource: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["rendering", b"rendering", "resource", b"resource"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "rendering", b"rendering", "resource", b"resource", "resource_version", b"resource_version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "rendering", b"rendering", "resource", b"resource", "resource_version", b"resource_version", "subresource", b"subresource"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -470,9 +480,14 @@ class UpdateRequest(_message.Message):
     NAME_FIELD_NUMBER: _builtins.int
     BODY_FIELD_NUMBER: _builtins.int
     DRY_RUN_FIELD_NUMBER: _builtins.int
+    SUBRESOURCE_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     body: _builtins.bytes
     dry_run: _builtins.bool
+    subresource: _builtins.str
+    """"" for the object itself; "status" writes only its status, "scale" takes an
+    autoscaling/v1 Scale and answers one.
+    """
     @_builtins.property
     def resource(self) -> Global___ResourceRef: ...
     def __init__(
@@ -482,10 +497,11 @@ class UpdateRequest(_message.Message):
         name: _builtins.str = ...,
         body: _builtins.bytes = ...,
         dry_run: _builtins.bool = ...,
+        subresource: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["resource", b"resource"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "dry_run", b"dry_run", "name", b"name", "resource", b"resource"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "dry_run", b"dry_run", "name", b"name", "resource", b"resource", "subresource", b"subresource"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
