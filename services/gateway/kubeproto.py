@@ -31,6 +31,7 @@ _TYPES: dict[tuple[str, str], type[Message]] = {
     ("v1", "ConfigMap"): core_v1_pb2.ConfigMap,
     ("v1", "Secret"): core_v1_pb2.Secret,
     ("v1", "ServiceAccount"): core_v1_pb2.ServiceAccount,
+    ("v1", "Service"): core_v1_pb2.Service,
     ("apps/v1", "Deployment"): apps_v1_pb2.Deployment,
     ("v1", "DeleteOptions"): meta_v1_pb2.DeleteOptions,
     ("meta.k8s.io/v1", "DeleteOptions"): meta_v1_pb2.DeleteOptions,

@@ -12,6 +12,7 @@ from typing import Any
 
 from services.registry.strategy import (
     Obj,
+    port_causes,
     validate_annotations,
     validate_labels,
 )
@@ -27,7 +28,6 @@ from strata.api.errors import Cause
 from strata.api.selectors import SELECTOR_OPERATORS, from_label_selector
 
 PULL_POLICIES = ("Always", "IfNotPresent", "Never")
-PROTOCOLS = ("SCTP", "TCP", "UDP")
 
 # The Go types of a pod template's fields strata reads, for check_decodable.
 TEMPLATE_TYPES = (
@@ -126,13 +126,7 @@ def _validate_containers(containers: list[Any], field: str) -> list[Cause]:
         if policy not in PULL_POLICIES:
             causes.append(not_supported(f"{at}.imagePullPolicy", policy, PULL_POLICIES))
         for j, port in enumerate(container.get("ports") or []):
-            number = port.get("containerPort", 0)
-            if not 1 <= number <= 65535:
-                detail = "must be between 1 and 65535, inclusive"
-                causes.append(invalid_value(f"{at}.ports[{j}].containerPort", number, detail))
-            protocol = port.get("protocol", "")
-            if protocol not in PROTOCOLS:
-                causes.append(not_supported(f"{at}.ports[{j}].protocol", protocol, PROTOCOLS))
+            causes.extend(port_causes(port, "containerPort", f"{at}.ports[{j}]"))
     return causes
 
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.registry import apps
+from services.registry import apps, services
 from services.registry.coordination import LeaseStrategy
 from services.registry.secrets import SecretStrategy, ServiceAccountStrategy
 from services.registry.strategy import (
@@ -346,4 +346,84 @@ DEPLOYMENTS = Resource(
     ),
 )
 
-BUILT_IN = (NAMESPACES, CONFIGMAPS, SECRETS, SERVICE_ACCOUNTS, LEASES, DEPLOYMENTS)
+SERVICES = Resource(
+    group="",
+    version="v1",
+    name="services",
+    singular="service",
+    kind="Service",
+    namespaced=True,
+    strategy=services.ServiceStrategy(),
+    short_names=("svc",),
+    categories=("all",),
+    # As kube's: Services go one at a time (each releases its allocations).
+    verbs=("create", "delete", "get", "list", "patch", "update", "watch"),
+    columns=(
+        NAME_COLUMN,
+        Column(
+            name="Type",
+            type="string",
+            description="The type of the service.",
+            path="spec.type",
+        ),
+        Column(
+            name="Cluster-IP",
+            type="string",
+            description="The cluster IP of the service.",
+            cell=services.cluster_ip_cell,
+        ),
+        Column(
+            name="External-IP",
+            type="string",
+            description="The external IP of the service.",
+            cell=services.external_ip_cell,
+        ),
+        Column(
+            name="Port(s)",
+            type="string",
+            description="The ports of the service.",
+            cell=services.ports_cell,
+        ),
+        AGE_COLUMN,
+        Column(
+            name="Selector",
+            type="string",
+            priority=1,
+            description="Route service traffic to pods with label keys and values matching "
+            "this selector.",
+            cell=services.selector_cell,
+        ),
+    ),
+)
+
+ENDPOINTS = Resource(
+    group="",
+    version="v1",
+    name="endpoints",
+    singular="endpoints",
+    kind="Endpoints",
+    namespaced=True,
+    strategy=services.EndpointsStrategy(),
+    short_names=("ep",),
+    columns=(
+        NAME_COLUMN,
+        Column(
+            name="Endpoints",
+            type="string",
+            description="Endpoints of the service.",
+            cell=services.endpoints_cell,
+        ),
+        AGE_COLUMN,
+    ),
+)
+
+BUILT_IN = (
+    NAMESPACES,
+    CONFIGMAPS,
+    SECRETS,
+    SERVICE_ACCOUNTS,
+    SERVICES,
+    ENDPOINTS,
+    LEASES,
+    DEPLOYMENTS,
+)

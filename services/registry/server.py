@@ -7,7 +7,6 @@ from typing import TypeVar
 
 import grpc
 
-from services.registry.resources import Resource
 from services.registry.store import Page, Paging, Rendering, Selection, Store
 from services.registry.watches import Opened, Route, serve_watches
 from strata.api import errors
@@ -51,9 +50,9 @@ def _send_initial_events(options: registry_pb2.ListOptions) -> bool | None:
 
 
 class RegistryServicer(registry_pb2_grpc.RegistryServicer):
-    def __init__(self, resources: tuple[Resource, ...], storage: GrpcStorage) -> None:
+    def __init__(self, stores: list[Store], storage: GrpcStorage) -> None:
         self._storage = storage
-        self._stores = {(r.group, r.version, r.name): Store(r, storage) for r in resources}
+        self._stores = {(s.resource.group, s.resource.version, s.resource.name): s for s in stores}
 
     def _store(self, ref: registry_pb2.ResourceRef) -> Store:
         store = self._stores.get((ref.group, ref.version, ref.resource))

@@ -22,7 +22,7 @@ import orjson
 
 from services.registry import tables
 from services.registry.resources import NAMESPACES, Resource
-from services.registry.strategy import assign, lookup
+from services.registry.strategy import Finish, WriteHooks, assign, lookup
 from strata.api import errors, meta, names
 from strata.api.causes import forbidden, invalid_value, not_supported
 from strata.api.errors import Cause, StatusError
@@ -239,11 +239,18 @@ def _finalized(stored: storage_pb2.Object, resource: Resource) -> bool:
     return bool(obj.get("metadata", {}).get("deletionTimestamp")) and not held(obj, resource)
 
 
+async def _nothing_to_finish(stored: bool) -> None:
+    pass
+
+
 class Store:
-    def __init__(self, resource: Resource, storage: Storage) -> None:
+    def __init__(
+        self, resource: Resource, storage: Storage, hooks: WriteHooks | None = None
+    ) -> None:
         self.resource = resource
         self._storage = storage
         self._strategy = resource.strategy
+        self._hooks = hooks
 
     # --- error interpretation --------------------------------------------------
 
@@ -373,6 +380,10 @@ class Store:
                 await self._require_namespace(namespace, metadata["name"])
             metadata["uid"] = str(uuid.uuid4())
             key = r.key(namespace, metadata["name"])
+            finish: Finish = _nothing_to_finish
+            if self._hooks is not None:
+                finish = await self._hooks.begin_create(obj, dry_run=dry_run)
+            stored = None
             try:
                 with self._interpreted(metadata["name"]):
                     if dry_run:
@@ -387,6 +398,8 @@ class Store:
                     or attempt + 1 == _GENERATE_NAME_ATTEMPTS
                 ):
                     raise
+            finally:
+                await finish(stored is not None)
         raise AssertionError("unreachable")
 
     async def _refuse_taken(self, key: str) -> None:
@@ -613,24 +626,33 @@ class Store:
                 causes = self._strategy.validate_update(new, old)
             if causes:
                 raise errors.invalid(r.kind, name, causes, r.group)
+            if self._hooks is not None and subresource != "status":
+                finishes.append(await self._hooks.begin_update(new, old, dry_run=dry_run))
             return orjson.dumps(new)
 
+        # One Finish per try of apply; only the last try's write can have landed.
+        finishes: list[Finish] = []
+        landed = -1
         key = r.key(namespace, name)
-        with self._interpreted(name):
-            if dry_run:
-                current = await self._storage.get(key, GetOptions(resource_version=""))
-                updated = orjson.loads(await apply(current))
-                # What a real update would answer, but at the revision that stays.
-                updated["metadata"]["resourceVersion"] = str(current.resource_version)
-            else:
-                stored = await guaranteed_update(self._storage, key, apply)
-                await self._delete_if_finalized(stored)
-                if subresource != "scale":
-                    return stored.value
-                updated = orjson.loads(stored.value)
+        try:
+            with self._interpreted(name):
+                if dry_run:
+                    current = await self._storage.get(key, GetOptions(resource_version=""))
+                    updated = orjson.loads(await apply(current))
+                    # What a real update would answer, but at the revision that stays.
+                    updated["metadata"]["resourceVersion"] = str(current.resource_version)
+                    value = orjson.dumps(updated)
+                else:
+                    stored = await guaranteed_update(self._storage, key, apply)
+                    landed = len(finishes) - 1
+                    await self._delete_if_finalized(stored)
+                    value = stored.value
+        finally:
+            for i, finish in enumerate(finishes):
+                await finish(i == landed)
         if subresource == "scale":
-            return orjson.dumps(self._scale_of(updated))
-        return orjson.dumps(updated)
+            return orjson.dumps(self._scale_of(orjson.loads(value)))
+        return value
 
     def _check_names(self, metadata: Obj, namespace: str, name: str) -> None:
         """A body's name and namespace, when given, must be the URL's (400)."""
@@ -773,4 +795,6 @@ class Store:
                 deleted = await self._storage.delete(key, preconditions=same)
             except Conflict:
                 continue
+            if self._hooks is not None:
+                await self._hooks.after_delete(orjson.loads(deleted.value))
             return True, deleted.value

@@ -8,7 +8,7 @@ configuration; it says what is special about one resource and nothing else.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any, Protocol
 
 from strata.api import errors, names
@@ -17,6 +17,7 @@ from strata.api.causes import (
     go_value,
     immutable,
     invalid_value,
+    not_supported,
     required,
     too_long,
 )
@@ -39,6 +40,23 @@ class Strategy(Protocol):
     def prepare_for_update(self, obj: Obj, old: Obj) -> None: ...
 
     def validate_update(self, obj: Obj, old: Obj) -> list[Cause]: ...
+
+
+# Called once a write's fate is known: True when it was stored.
+Finish = Callable[[bool], Awaitable[None]]
+
+
+class WriteHooks(Protocol):
+    """What a resource's writes do beyond its own key (kube's BeginCreate,
+    BeginUpdate and AfterDelete): a Service's ClusterIP and NodePorts. begin_*
+    run after validation and may change the object or refuse it; the Finish
+    they return undoes or completes their work."""
+
+    async def begin_create(self, obj: Obj, *, dry_run: bool) -> Finish: ...
+
+    async def begin_update(self, obj: Obj, old: Obj, *, dry_run: bool) -> Finish: ...
+
+    async def after_delete(self, obj: Obj) -> None: ...
 
 
 class StatusStrategy(Protocol):
@@ -190,6 +208,23 @@ def config_key_causes(section: str, key: str) -> list[Cause]:
     return causes
 
 
+PROTOCOLS = ("SCTP", "TCP", "UDP")
+PORT_RANGE = "must be between 1 and 65535, inclusive"
+
+
+def port_causes(port: Obj, number_field: str, at: str) -> list[Cause]:
+    """A port's number (IsValidPortNum) and protocol, as containers, Services and
+    Endpoints each check theirs."""
+    causes = []
+    number = port.get(number_field, 0)
+    if not isinstance(number, int) or not 1 <= number <= 65535:
+        causes.append(invalid_value(f"{at}.{number_field}", number, PORT_RANGE))
+    protocol = port.get("protocol", "")
+    if protocol not in PROTOCOLS:
+        causes.append(not_supported(f"{at}.protocol", protocol, PROTOCOLS))
+    return causes
+
+
 # Finalizers kube knows without a domain prefix.
 STANDARD_FINALIZERS = frozenset({"kubernetes", "orphan", "foregroundDeletion"})
 
@@ -209,15 +244,24 @@ def validate_finalizers(finalizers: list[str], field: str = "metadata.finalizers
     return causes
 
 
-def validate_object_meta(obj: Obj, *, namespaced: bool, name_is_label: bool) -> list[Cause]:
-    """apimachinery's ValidateObjectMeta for the fields strata serves."""
+def validate_object_meta(
+    obj: Obj,
+    *,
+    namespaced: bool,
+    name_is_label: bool,
+    name_errors: Callable[[str], list[str]] | None = None,
+) -> list[Cause]:
+    """apimachinery's ValidateObjectMeta for the fields strata serves; names are
+    DNS-1123 labels or subdomains, or what name_errors allows."""
     meta = obj.get("metadata") or {}
     causes: list[Cause] = []
     name = meta.get("name", "")
     if not name:
         causes.append(required("metadata.name", "name or generateName is required"))
     else:
-        check = names.dns1123_label_errors if name_is_label else names.dns1123_subdomain_errors
+        check = name_errors or (
+            names.dns1123_label_errors if name_is_label else names.dns1123_subdomain_errors
+        )
         causes.extend(invalid_value("metadata.name", name, e) for e in check(name))
     namespace = meta.get("namespace", "")
     if namespaced:

@@ -12,6 +12,8 @@ DNS1123_SUBDOMAIN_MAX = 253
 _LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _SUBDOMAIN_FMT = _LABEL_FMT + r"(\." + _LABEL_FMT + ")*"
 _LABEL = re.compile(f"^{_LABEL_FMT}$")
+_DNS1035_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
+_DNS1035 = re.compile(f"^{_DNS1035_FMT}$")
 _SUBDOMAIN = re.compile(f"^{_SUBDOMAIN_FMT}$")
 
 QUALIFIED_NAME_MAX = 63
@@ -38,6 +40,13 @@ LABEL_ERROR = _regex_error(
     _LABEL_FMT,
     "my-name",
     "123-abc",
+)
+DNS1035_LABEL_ERROR = _regex_error(
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with "
+    "an alphabetic character, and end with an alphanumeric character",
+    _DNS1035_FMT,
+    "my-name",
+    "abc-123",
 )
 SUBDOMAIN_ERROR = _regex_error(
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
@@ -99,6 +108,16 @@ def dns1123_label_errors(value: str) -> list[str]:
         errors.append(f"must be no more than {DNS1123_LABEL_MAX} characters")
     if not _LABEL.match(value):
         errors.append(LABEL_ERROR)
+    return errors
+
+
+def dns1035_label_errors(value: str) -> list[str]:
+    """IsDNS1035Label (Service names)."""
+    errors = []
+    if len(value) > DNS1123_LABEL_MAX:
+        errors.append(f"must be no more than {DNS1123_LABEL_MAX} characters")
+    if not _DNS1035.match(value):
+        errors.append(DNS1035_LABEL_ERROR)
     return errors
 
 

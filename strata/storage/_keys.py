@@ -3,7 +3,9 @@ for every layer that groups keys by resource (the cacher's caches, the storage
 service's metrics and encryption rules).
 
 Keys are "/<resource>/..." for the core and well-known groups and
-"/<group>/<resource>/..." for custom resources, whose group always has a dot.
+"/<group>/<resource>/..." for custom resources, whose group always has a dot;
+services and endpoints are kube's exceptions, under "/services/specs/" and
+"/services/endpoints/".
 """
 
 from __future__ import annotations
@@ -13,11 +15,18 @@ from __future__ import annotations
 WELL_KNOWN_GROUPS: dict[str, str] = {
     "leases": "coordination.k8s.io",
     "deployments": "apps",
+    # Where the service IP allocator keeps each address it hands out.
+    "ipaddresses": "networking.k8s.io",
 }
+# Resources kube keeps somewhere other than "/<resource>/".
+_ROOTS = {"services": "/services/specs/", "endpoints": "/services/endpoints/"}
+_BY_ROOT = {root.strip("/"): resource for resource, root in _ROOTS.items()}
 
 
 def key_root(group: str, resource: str) -> str:
     """Where every key of a resource starts."""
+    if not group and resource in _ROOTS:
+        return _ROOTS[resource]
     if not group or WELL_KNOWN_GROUPS.get(resource) == group:
         return f"/{resource}/"
     return f"/{group}/{resource}/"
@@ -28,6 +37,8 @@ def resource_of(key: str) -> tuple[str, str]:
     is ("coordination.k8s.io", "leases"), "/example.com/widgets/ns/a" is
     ("example.com", "widgets")."""
     parts = key.split("/")
+    if len(parts) > 2 and (resource := _BY_ROOT.get(f"{parts[1]}/{parts[2]}")):
+        return "", resource
     first = parts[1] if len(parts) > 1 else ""
     if "." in first and len(parts) > 2 and parts[2]:
         return first, parts[2]

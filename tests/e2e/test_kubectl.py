@@ -322,3 +322,25 @@ def test_apply_creates_configures_and_leaves_unchanged(system: System, demo: str
     assert containers[0]["env"] == [{"name": "X", "value": "9"}, {"name": "Z", "value": "2"}]
     assert obj["metadata"]["generation"] == 2
     assert kubectl(system, "-n", demo, "diff", "-f", "-", stdin=changed).returncode == 0
+
+
+def test_services_get_cluster_ips_and_node_ports(system: System, demo: str) -> None:
+    # kubectl sends these as protobuf.
+    kubectl(system, "-n", demo, "create", "service", "clusterip", "web", "--tcp=80:8080")
+    kubectl(system, "-n", demo, "create", "service", "nodeport", "np", "--tcp=80:8080")
+    created = kubectl(
+        system, "-n", demo, "create", "service", "externalname", "ext",
+        "--external-name=db.example.com",
+    )  # fmt: skip
+    assert created.stdout.strip() == "service/ext created"
+    table = kubectl(system, "-n", demo, "get", "services").stdout.splitlines()
+    assert table[0].split() == ["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"]
+    rows = {line.split()[0]: line.split() for line in table[1:]}
+    web = json.loads(kubectl(system, "-n", demo, "get", "svc", "web", "-o", "json").stdout)
+    np = json.loads(kubectl(system, "-n", demo, "get", "svc", "np", "-o", "json").stdout)
+    node_port = np["spec"]["ports"][0]["nodePort"]
+    assert rows["web"][1:5] == ["ClusterIP", web["spec"]["clusterIP"], "<none>", "80/TCP"]
+    assert rows["np"][1:5] == ["NodePort", np["spec"]["clusterIP"], "<none>", f"80:{node_port}/TCP"]
+    assert rows["ext"][1:5] == ["ExternalName", "<none>", "db.example.com", "<none>"]
+    assert web["spec"]["clusterIP"] != np["spec"]["clusterIP"]
+    assert web["spec"]["ports"][0]["targetPort"] == 8080

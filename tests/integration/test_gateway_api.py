@@ -55,7 +55,7 @@ async def test_discovery_documents(http: aiohttp.ClientSession) -> None:
                 "name": "coordination.k8s.io",
                 "versions": [coordination],
                 "preferredVersion": coordination,
-            }
+            },
         ],
     }
     leases = await get_json(http, "/apis/coordination.k8s.io/v1")

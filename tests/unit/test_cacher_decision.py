@@ -65,6 +65,8 @@ def test_a_watch_saying_nothing_is_served_from_the_cache_as_it_is() -> None:
         ("/example.com/widgets/ns/w", "/example.com/widgets/"),
         ("/example.com/widgets/", "/example.com/widgets/"),
         ("/leases/kube-node-lease/n1", "/leases/"),
+        ("/services/specs/default/kubernetes", "/services/specs/"),
+        ("/services/endpoints/default/kubernetes", "/services/endpoints/"),
     ],
 )
 def test_resource_root(key: str, root: str) -> None:
@@ -83,6 +85,8 @@ def test_resource_root_needs_a_resource() -> None:
         ("/namespaces/demo", ("", "namespaces")),
         ("/example.com/widgets/ns/w", ("example.com", "widgets")),
         ("/leases/ns/a", ("coordination.k8s.io", "leases")),
+        ("/services/specs/ns/a", ("", "services")),
+        ("/services/endpoints/ns/a", ("", "endpoints")),
         ("/", ("", "")),
     ],
 )

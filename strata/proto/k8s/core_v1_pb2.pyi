@@ -686,3 +686,139 @@ class PodTemplateSpec(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___PodTemplateSpec: _TypeAlias = PodTemplateSpec  # noqa: Y015
+
+@_typing.final
+class ServicePort(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    PROTOCOL_FIELD_NUMBER: _builtins.int
+    PORT_FIELD_NUMBER: _builtins.int
+    TARGETPORT_FIELD_NUMBER: _builtins.int
+    NODEPORT_FIELD_NUMBER: _builtins.int
+    APPPROTOCOL_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    protocol: _builtins.str
+    port: _builtins.int
+    nodePort: _builtins.int
+    appProtocol: _builtins.str
+    @_builtins.property
+    def targetPort(self) -> Global___IntOrString: ...
+    def __init__(
+        self,
+        *,
+        name: _builtins.str | None = ...,
+        protocol: _builtins.str | None = ...,
+        port: _builtins.int | None = ...,
+        targetPort: Global___IntOrString | None = ...,
+        nodePort: _builtins.int | None = ...,
+        appProtocol: _builtins.str | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["appProtocol", b"appProtocol", "name", b"name", "nodePort", b"nodePort", "port", b"port", "protocol", b"protocol", "targetPort", b"targetPort"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["appProtocol", b"appProtocol", "name", b"name", "nodePort", b"nodePort", "port", b"port", "protocol", b"protocol", "targetPort", b"targetPort"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ServicePort: _TypeAlias = ServicePort  # noqa: Y015
+
+@_typing.final
+class ServiceSpec(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class SelectorEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str | None = ...,
+            value: _builtins.str | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    PORTS_FIELD_NUMBER: _builtins.int
+    SELECTOR_FIELD_NUMBER: _builtins.int
+    CLUSTERIP_FIELD_NUMBER: _builtins.int
+    TYPE_FIELD_NUMBER: _builtins.int
+    EXTERNALIPS_FIELD_NUMBER: _builtins.int
+    SESSIONAFFINITY_FIELD_NUMBER: _builtins.int
+    EXTERNALNAME_FIELD_NUMBER: _builtins.int
+    EXTERNALTRAFFICPOLICY_FIELD_NUMBER: _builtins.int
+    IPFAMILYPOLICY_FIELD_NUMBER: _builtins.int
+    CLUSTERIPS_FIELD_NUMBER: _builtins.int
+    IPFAMILIES_FIELD_NUMBER: _builtins.int
+    INTERNALTRAFFICPOLICY_FIELD_NUMBER: _builtins.int
+    clusterIP: _builtins.str
+    type: _builtins.str
+    sessionAffinity: _builtins.str
+    externalName: _builtins.str
+    externalTrafficPolicy: _builtins.str
+    ipFamilyPolicy: _builtins.str
+    internalTrafficPolicy: _builtins.str
+    @_builtins.property
+    def ports(self) -> _containers.RepeatedCompositeFieldContainer[Global___ServicePort]: ...
+    @_builtins.property
+    def selector(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    @_builtins.property
+    def externalIPs(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def clusterIPs(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def ipFamilies(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        ports: _abc.Iterable[Global___ServicePort] | None = ...,
+        selector: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        clusterIP: _builtins.str | None = ...,
+        type: _builtins.str | None = ...,
+        externalIPs: _abc.Iterable[_builtins.str] | None = ...,
+        sessionAffinity: _builtins.str | None = ...,
+        externalName: _builtins.str | None = ...,
+        externalTrafficPolicy: _builtins.str | None = ...,
+        ipFamilyPolicy: _builtins.str | None = ...,
+        clusterIPs: _abc.Iterable[_builtins.str] | None = ...,
+        ipFamilies: _abc.Iterable[_builtins.str] | None = ...,
+        internalTrafficPolicy: _builtins.str | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["clusterIP", b"clusterIP", "externalName", b"externalName", "externalTrafficPolicy", b"externalTrafficPolicy", "internalTrafficPolicy", b"internalTrafficPolicy", "ipFamilyPolicy", b"ipFamilyPolicy", "sessionAffinity", b"sessionAffinity", "type", b"type"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["clusterIP", b"clusterIP", "clusterIPs", b"clusterIPs", "externalIPs", b"externalIPs", "externalName", b"externalName", "externalTrafficPolicy", b"externalTrafficPolicy", "internalTrafficPolicy", b"internalTrafficPolicy", "ipFamilies", b"ipFamilies", "ipFamilyPolicy", b"ipFamilyPolicy", "ports", b"ports", "selector", b"selector", "sessionAffinity", b"sessionAffinity", "type", b"type"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ServiceSpec: _TypeAlias = ServiceSpec  # noqa: Y015
+
+@_typing.final
+class Service(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    METADATA_FIELD_NUMBER: _builtins.int
+    SPEC_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def metadata(self) -> _meta_v1_pb2.ObjectMeta: ...
+    @_builtins.property
+    def spec(self) -> Global___ServiceSpec: ...
+    def __init__(
+        self,
+        *,
+        metadata: _meta_v1_pb2.ObjectMeta | None = ...,
+        spec: Global___ServiceSpec | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["metadata", b"metadata", "spec", b"spec"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["metadata", b"metadata", "spec", b"spec"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Service: _TypeAlias = Service  # noqa: Y015
