@@ -22,7 +22,7 @@ import orjson
 
 from services.registry import tables
 from services.registry.resources import NAMESPACES, Resource
-from services.registry.strategy import Finish, WriteHooks, assign, lookup
+from services.registry.strategy import Finish, WriteHooks, assign, check_decodable, lookup
 from strata.api import errors, meta, names
 from strata.api.causes import forbidden, invalid_value, not_supported
 from strata.api.errors import Cause, StatusError
@@ -320,22 +320,21 @@ class Store:
             raise errors.bad_request(f"the object provided is not valid JSON: {e}") from None
         if not isinstance(scale, dict) or not isinstance(scale.get("metadata", {}), dict):
             raise errors.bad_request("the object provided is not a Scale")
-        if scale.setdefault("kind", "Scale") != "Scale" or scale.setdefault(
-            "apiVersion", "autoscaling/v1"
-        ) not in ("autoscaling/v1", "v1"):
+        if (
+            scale.setdefault("kind", "Scale"),
+            scale.setdefault("apiVersion", "autoscaling/v1"),
+        ) != (
+            "Scale",
+            "autoscaling/v1",
+        ):
             raise errors.bad_request(
                 f"the kind in the data ({scale['kind']}, {scale['apiVersion']}) does not match "
                 "the expected kind (Scale, autoscaling/v1)"
             )
         metadata = scale.get("metadata") or {}
         self._check_names(metadata, namespace, name)
-        replicas = (scale.get("spec") or {}).get("replicas", 0)
-        if not isinstance(replicas, int) or isinstance(replicas, bool):
-            raise errors.bad_request(
-                'Scale in version "v1" cannot be handled as a Scale: json: cannot unmarshal '
-                f"{type(replicas).__name__} into Go struct field ScaleSpec.spec.replicas of type "
-                "int32"
-            )
+        check_decodable(scale, "Scale", "v1", (("spec.replicas", "ScaleSpec", "int32"),))
+        replicas: int = (scale.get("spec") or {}).get("replicas", 0)
         if replicas < 0:
             cause = invalid_value("spec.replicas", replicas, "must be greater than or equal to 0")
             raise errors.invalid("Scale", name, [cause], "autoscaling")

@@ -488,3 +488,19 @@ async def test_deployment_table_columns(http: aiohttp.ClientSession, namespace: 
     cells = table["rows"][0]["cells"]
     assert cells[:4] == ["tabled", "0/3", 0, 0]
     assert cells[5:] == ["web", "nginx:1.27", "app=tabled"]
+
+
+async def test_a_scale_of_the_wrong_type_is_a_bad_request(
+    http: aiohttp.ClientSession, system_etcd: Etcd, namespace: str
+) -> None:
+    await _created(http, namespace, "badscale")
+    path = f"{APPS}/namespaces/{namespace}/deployments/badscale/scale"
+    body = {"spec": {"replicas": "2"}}
+    status = await refused(http, system_etcd, "PUT", path, json=body)
+    assert (status["code"], status["reason"]) == (400, "BadRequest")
+    assert status["message"] == (
+        'Scale in version "v1" cannot be handled as a Scale: json: cannot unmarshal string into '
+        "Go struct field ScaleSpec.spec.replicas of type int32"
+    )
+    status = await refused(http, system_etcd, "PUT", path, json={"kind": "Deployment"})
+    assert (status["code"], status["reason"]) == (400, "BadRequest")
