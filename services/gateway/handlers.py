@@ -129,14 +129,7 @@ class ResourceHandlers:
             return json_response(created.object, 201)
         if method == "PUT" and info.name:
             self._require(api, "update", info)
-            body = await negotiation.body_as_json(
-                request.headers.get("Content-Type", ""), await request.read()
-            )
-            dry_run = _dry_run(request.query.getall("dryRun", []), "UpdateOptions")
-            updated = await self._registry.Update(
-                registry_pb2.UpdateRequest(resource=ref, name=info.name, body=body, dry_run=dry_run)
-            )
-            return json_response(updated.object)
+            return await self._update(request, ref, info)
         if method == "PATCH" and info.name:
             self._require(api, "patch", info)
             return await self._patch(request, ref, info)
@@ -167,24 +160,30 @@ class ResourceHandlers:
             return await self._get(request, ref, info.name, info.subresource)
         if request.method == "PUT":
             self._require(api, "update", info)
-            body = await negotiation.body_as_json(
-                request.headers.get("Content-Type", ""), await request.read()
-            )
-            dry_run = _dry_run(request.query.getall("dryRun", []), "UpdateOptions")
-            updated = await self._registry.Update(
-                registry_pb2.UpdateRequest(
-                    resource=ref,
-                    name=info.name,
-                    body=body,
-                    dry_run=dry_run,
-                    subresource=info.subresource,
-                )
-            )
-            return json_response(updated.object)
+            return await self._update(request, ref, info)
         if request.method == "PATCH":
             self._require(api, "patch", info)
             return await self._patch(request, ref, info)
         raise errors.method_not_allowed(request.method, f"{info.resource}/{info.subresource}")
+
+    async def _update(
+        self, request: web.Request, ref: registry_pb2.ResourceRef, info: paths.RequestInfo
+    ) -> web.Response:
+        """PUT of an object or of one of its subresources."""
+        body = await negotiation.body_as_json(
+            request.headers.get("Content-Type", ""), await request.read()
+        )
+        dry_run = _dry_run(request.query.getall("dryRun", []), "UpdateOptions")
+        updated = await self._registry.Update(
+            registry_pb2.UpdateRequest(
+                resource=ref,
+                name=info.name,
+                body=body,
+                dry_run=dry_run,
+                subresource=info.subresource,
+            )
+        )
+        return json_response(updated.object)
 
     async def _patch(
         self, request: web.Request, ref: registry_pb2.ResourceRef, info: paths.RequestInfo

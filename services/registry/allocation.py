@@ -35,25 +35,15 @@ class RangeFull(Exception):
     pass
 
 
-@dataclass(frozen=True)
 class IPRange:
     """--service-cluster-ip-range: every address but the network's own and its
     broadcast address."""
 
-    cidr: str
-
-    def __post_init__(self) -> None:
-        network = ipaddress.ip_network(self.cidr, strict=False)
-        if network.num_addresses < 4:
-            raise ValueError(f"service IP range {self.cidr} is too small")
-
-    @property
-    def _network(self) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
-        return ipaddress.ip_network(self.cidr, strict=False)
-
-    @property
-    def size(self) -> int:
-        return min(self._network.num_addresses - 2, 1 << 24)
+    def __init__(self, cidr: str) -> None:
+        self._network = ipaddress.ip_network(cidr, strict=False)
+        if self._network.num_addresses < 4:
+            raise ValueError(f"service IP range {cidr} is too small")
+        self.size = min(self._network.num_addresses - 2, 1 << 24)
 
     def value(self, offset: int) -> str:
         return str(self._network.network_address + 1 + offset)
@@ -74,40 +64,27 @@ class IPRange:
         return str(self._network)
 
 
-@dataclass(frozen=True)
 class PortRange:
     """--service-node-port-range, "30000-32767"."""
 
-    spec: str
-
-    def __post_init__(self) -> None:
-        low, high = self.bounds
-        if not 0 < low <= high <= 65535:
-            raise ValueError(f"service node port range {self.spec} is not a range of ports")
-
-    @property
-    def bounds(self) -> tuple[int, int]:
-        low, _, high = self.spec.partition("-")
+    def __init__(self, spec: str) -> None:
+        low, _, high = spec.partition("-")
         try:
-            return int(low), int(high or low)
+            self.low, self.high = int(low), int(high or low)
         except ValueError:
-            raise ValueError(f"service node port range {self.spec} is not low-high") from None
-
-    @property
-    def size(self) -> int:
-        low, high = self.bounds
-        return high - low + 1
+            raise ValueError(f"service node port range {spec} is not low-high") from None
+        if not 0 < self.low <= self.high <= 65535:
+            raise ValueError(f"service node port range {spec} is not a range of ports")
+        self.size = self.high - self.low + 1
 
     def value(self, offset: int) -> str:
-        return str(self.bounds[0] + offset)
+        return str(self.low + offset)
 
     def contains(self, value: str) -> bool:
-        low, high = self.bounds
-        return value.isdigit() and low <= int(value) <= high
+        return value.isdigit() and self.low <= int(value) <= self.high
 
     def __str__(self) -> str:
-        low, high = self.bounds
-        return f"{low}-{high}"
+        return f"{self.low}-{self.high}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -212,7 +189,7 @@ def needs_node_ports(spec: Obj) -> bool:
     return spec.get("type") in (NODE_PORT, LOAD_BALANCER)
 
 
-def _owner(obj: Obj) -> Owner:
+def owner_of(obj: Obj) -> Owner:
     metadata = obj.get("metadata") or {}
     return Owner(
         namespace=metadata.get("namespace", ""),
@@ -249,7 +226,7 @@ class ServiceAllocations:
         anything is claimed, so a refused request writes nothing."""
         spec = obj.setdefault("spec", {})
         had_ips, had_ports = held_values(old) if old is not None else (set(), set())
-        owner = _owner(obj)
+        owner = owner_of(obj)
         ip: str | None = None
         if needs_cluster_ip(spec) and (spec.get("clusterIP") or "") not in had_ips:
             ip = spec.get("clusterIP") or ""

@@ -14,7 +14,7 @@ from typing import Any
 from services.registry.podtemplates import (
     TEMPLATE_TYPES,
     default_template,
-    selector_is_valid,
+    selector_empty,
     selector_string,
     validate_label_selector,
     validate_template_for_selector,
@@ -137,14 +137,16 @@ def validate_spec(spec: Obj) -> list[Cause]:
     """ValidateDeploymentSpec for the fields strata checks."""
     causes = _non_negative(spec, "replicas", "spec")
     selector = spec.get("selector")
+    selector_causes = []
     if selector is None:
         causes.append(required("spec.selector"))
     else:
-        causes.extend(validate_label_selector(selector, "spec.selector"))
-        if not selector.get("matchLabels") and not selector.get("matchExpressions"):
+        selector_causes = validate_label_selector(selector, "spec.selector")
+        causes.extend(selector_causes)
+        if selector_empty(selector):
             detail = "empty selector is invalid for deployment"
             causes.append(invalid_value("spec.selector", selector, detail))
-    if selector is not None and not selector_is_valid(selector):
+    if selector_causes:
         causes.append(invalid_value("spec.selector", selector, "invalid label selector"))
     else:
         template = spec.get("template") or {}

@@ -141,7 +141,7 @@ def validate_template_for_selector(
     labels = metadata.get("labels") or {}
     causes: list[Cause] = []
     matched = selector is not None and from_label_selector(selector).matches(labels)
-    if not matched and not (selector is not None and _empty(selector)):
+    if not matched and not (selector is not None and selector_empty(selector)):
         detail = "`selector` does not match template `labels`"
         causes.append(invalid_value(f"{field}.metadata.labels", labels, detail))
     causes.extend(validate_labels(labels, f"{field}.metadata.labels"))
@@ -156,7 +156,7 @@ def validate_template_for_selector(
     return causes
 
 
-def _empty(selector: dict[str, Any]) -> bool:
+def selector_empty(selector: dict[str, Any]) -> bool:
     return not selector.get("matchLabels") and not selector.get("matchExpressions")
 
 

@@ -19,7 +19,13 @@ from collections import Counter
 
 import orjson
 
-from services.registry.allocation import Allocator, Owner, ServiceAllocations, held_values
+from services.registry.allocation import (
+    Allocator,
+    Owner,
+    ServiceAllocations,
+    held_values,
+    owner_of,
+)
 from services.registry.resources import SERVICES
 from strata import telemetry
 from strata.storage import KeyExists, ListOptions, Storage, StorageError
@@ -64,12 +70,7 @@ class AllocationRepair:
         held_ports: dict[str, list[Owner]] = {}
         for item in listed.items:
             service = orjson.loads(item.value)
-            metadata = service.get("metadata") or {}
-            owner = Owner(
-                namespace=metadata.get("namespace", ""),
-                name=metadata.get("name", ""),
-                uid=metadata.get("uid", ""),
-            )
+            owner = owner_of(service)
             ips, ports = held_values(service)
             for ip in ips:
                 held_ips.setdefault(ip, []).append(owner)

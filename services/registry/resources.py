@@ -22,6 +22,7 @@ from services.registry.strategy import (
     validate_object_meta,
     validate_object_meta_update,
 )
+from strata.api import meta
 from strata.api.causes import invalid_value, too_long
 from strata.api.errors import Cause
 from strata.storage import key_root
@@ -32,9 +33,9 @@ class Column:
     name: str
     type: str
     description: str
-    # A dotted path into the object, or a computed cell named "@..." tables knows.
+    # A dotted path into the object...
     path: str = ""
-    # A cell computed from the object, in place of path.
+    # ...or a cell computed from the object.
     cell: Callable[[Obj], Any] | None = None
     format: str = ""
     priority: int = 0
@@ -101,6 +102,11 @@ class Resource:
         return f"{self.key_prefix(namespace)}{name}"
 
 
+def count_of(*fields: str) -> Callable[[Obj], int]:
+    """A cell counting the entries the named top-level fields hold (kube's DATA)."""
+    return lambda obj: sum(len(obj.get(f) or ()) for f in fields)
+
+
 NAME_COLUMN = Column(
     name="Name",
     type="string",
@@ -120,7 +126,7 @@ AGE_COLUMN = Column(
     "separate operations. Clients may not set this value. It is represented in RFC3339 form "
     "and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: "
     "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
-    path="@age",
+    cell=lambda obj: meta.age((obj.get("metadata") or {}).get("creationTimestamp")),
 )
 
 
@@ -221,7 +227,7 @@ CONFIGMAPS = Resource(
     short_names=("cm",),
     columns=(
         NAME_COLUMN,
-        Column(name="Data", type="string", description="", path="@count:data,binaryData"),
+        Column(name="Data", type="string", description="", cell=count_of("data", "binaryData")),
         AGE_COLUMN,
     ),
 )
@@ -237,7 +243,7 @@ SECRETS = Resource(
     columns=(
         NAME_COLUMN,
         Column(name="Type", type="string", description="", path="type"),
-        Column(name="Data", type="string", description="", path="@count:data"),
+        Column(name="Data", type="string", description="", cell=count_of("data")),
         AGE_COLUMN,
     ),
 )
@@ -253,7 +259,7 @@ SERVICE_ACCOUNTS = Resource(
     short_names=("sa",),
     columns=(
         NAME_COLUMN,
-        Column(name="Secrets", type="string", description="", path="@count:secrets"),
+        Column(name="Secrets", type="string", description="", cell=count_of("secrets")),
         AGE_COLUMN,
     ),
 )

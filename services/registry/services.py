@@ -20,6 +20,7 @@ from services.registry.allocation import (
     needs_cluster_ip,
     needs_node_ports,
 )
+from services.registry.podtemplates import selector_string
 from services.registry.strategy import (
     PORT_RANGE,
     Obj,
@@ -290,7 +291,7 @@ def external_ip_cell(obj: Obj) -> str:
 
 def selector_cell(obj: Obj) -> str:
     selector = (obj.get("spec") or {}).get("selector") or {}
-    return ",".join(f"{k}={v}" for k, v in sorted(selector.items())) or "<none>"
+    return selector_string({"matchLabels": selector}) or "<none>"
 
 
 def endpoints_cell(obj: Obj) -> str:

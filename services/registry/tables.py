@@ -9,7 +9,6 @@ import orjson
 
 from services.registry.resources import Column, Resource
 from services.registry.strategy import lookup
-from strata.api import meta
 from strata.api.errors import bad_request
 
 INCLUDE_OBJECT = ("None", "Metadata", "Object")
@@ -18,10 +17,6 @@ INCLUDE_OBJECT = ("None", "Metadata", "Object")
 def _cell(column: Column, obj: dict[str, Any]) -> Any:
     if column.cell is not None:
         return column.cell(obj)
-    if column.path == "@age":
-        return meta.age(obj.get("metadata", {}).get("creationTimestamp"))
-    if column.path.startswith("@count:"):  # how many entries the named fields hold
-        return sum(len(obj.get(f) or ()) for f in column.path.removeprefix("@count:").split(","))
     value = lookup(obj, column.path)
     return "" if value is None else value
 

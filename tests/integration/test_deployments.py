@@ -17,8 +17,10 @@ from tests.support.registry_tester import (
     Obj,
     RegistryTester,
     answer,
+    invalid,
     new_namespace,
     refused,
+    required,
 )
 
 APPS = "/apis/apps/v1"
@@ -43,18 +45,6 @@ def deployment(
         "metadata": {"name": name},
         "spec": body_spec,
     }
-
-
-def invalid(field: str, shown: str, detail: str) -> tuple[str, str, str]:
-    return ("FieldValueInvalid", field, f"Invalid value: {shown}: {detail}")
-
-
-def required(field: str, detail: str = "") -> tuple[str, str, str]:
-    return (
-        "FieldValueRequired",
-        field,
-        f"Required value: {detail}" if detail else "Required value",
-    )
 
 
 def without_selector(name: str) -> Obj:

@@ -12,14 +12,22 @@ import pytest
 
 from strata.api import names
 from strata.etcd import Etcd
-from tests.support.registry_tester import Case, Obj, RegistryTester, configmap, new_namespace
+from tests.support.registry_tester import (
+    Case,
+    Obj,
+    RegistryTester,
+    configmap,
+    new_namespace,
+    required,
+)
+from tests.support.registry_tester import invalid as invalid_shown
 
 INVALID = "FieldValueInvalid"
 LABELS, ANNOTATIONS = "metadata.labels", "metadata.annotations"
 
 
 def invalid(field: str, value: str, detail: str) -> tuple[str, str, str]:
-    return (INVALID, field, f'Invalid value: "{value}": {detail}')
+    return invalid_shown(field, f'"{value}"', detail)
 
 
 def namespace(name: str, **metadata: Any) -> Obj:
@@ -46,10 +54,6 @@ def secret(name: str, kind: str = "", **fields: Any) -> Obj:
 
 def b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
-
-
-def required(field: str) -> tuple[str, str, str]:
-    return ("FieldValueRequired", field, "Required value")
 
 
 # Labels and annotations are ObjectMeta's: every resource checks them the same way.

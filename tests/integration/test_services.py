@@ -31,8 +31,10 @@ from tests.support.registry_tester import (
     RegistryTester,
     answer,
     as_json,
+    invalid,
     new_namespace,
     refused,
+    required,
 )
 
 CLUSTER_IPS = ipaddress.ip_network("10.96.0.0/16")
@@ -42,14 +44,6 @@ PORT_RANGE = "must be between 1 and 65535, inclusive"
 def service(name: str, *ports: int, **spec: Any) -> Obj:
     body_spec: Obj = {"ports": [{"port": p} for p in ports], "selector": {"app": name}, **spec}
     return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name}, "spec": body_spec}
-
-
-def invalid(field: str, shown: str, detail: str) -> tuple[str, str, str]:
-    return ("FieldValueInvalid", field, f"Invalid value: {shown}: {detail}")
-
-
-def required(field: str) -> tuple[str, str, str]:
-    return ("FieldValueRequired", field, "Required value")
 
 
 def retype(kind: str) -> Any:

@@ -22,6 +22,7 @@ from typing import Any
 import aiohttp
 import orjson
 
+from services.registry.strategy import lookup
 from strata.etcd import Etcd
 
 Obj = dict[str, Any]
@@ -47,6 +48,19 @@ async def refused(
     assert body["kind"] == "Status" and body["apiVersion"] == "v1"
     assert body["status"] == "Failure"
     return body
+
+
+def invalid(field: str, shown: str, detail: str) -> Cause:
+    """A FieldValueInvalid cause, the bad value shown as kube prints it."""
+    return ("FieldValueInvalid", field, f"Invalid value: {shown}: {detail}")
+
+
+def required(field: str, detail: str = "") -> Cause:
+    return (
+        "FieldValueRequired",
+        field,
+        f"Required value: {detail}" if detail else "Required value",
+    )
 
 
 def configmap(name: str, metadata: Obj | None = None, **fields: Any) -> Obj:
@@ -102,13 +116,6 @@ def as_json(body: Obj) -> dict[str, Any]:
     """Request arguments sending body as JSON (streamed, as aiohttp wants large
     bodies to be)."""
     return {"data": io.BytesIO(orjson.dumps(body)), "headers": {"Content-Type": JSON}}
-
-
-def lookup(obj: Obj, path: str) -> Any:
-    value: Any = obj
-    for part in path.split("."):
-        value = value.get(part) if isinstance(value, dict) else None
-    return value
 
 
 class RegistryTester:
