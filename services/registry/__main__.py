@@ -9,16 +9,20 @@ import grpc
 
 from services.registry.allocation import IPRange, PortRange, ServiceAllocations
 from services.registry.bootstrap import ensure_system_namespaces
+from services.registry.leader import LeaderElection, Timing, default_identity
 from services.registry.namespaces import NamespaceLifecycle
 from services.registry.readiness import storage_readiness
 from services.registry.repair import AllocationRepair
-from services.registry.resources import BUILT_IN, NAMESPACES, SERVICES
+from services.registry.resources import BUILT_IN, LEASES, NAMESPACES, SERVICES
 from services.registry.server import RegistryServicer
 from services.registry.store import Store
 from strata import service, telemetry
 from strata.api.wire import REGISTRY_SERVICE_NAME
 from strata.proto.registry.v1 import registry_pb2_grpc
 from strata.storage import GrpcStorage
+
+# The Lease the registry replicas elect their controllers' leader with.
+LEASE_NAME = "strata-registry"
 
 
 def main() -> None:
@@ -45,12 +49,48 @@ def main() -> None:
         "30000-32767",
         "The ports NodePort Services' nodePorts are allocated from",
     )
+    service.flag(
+        parser,
+        "leader-elect",
+        "STRATA_LEADER_ELECT",
+        "true",
+        "Run the controllers only while holding the kube-system/strata-registry Lease, so that "
+        "of several replicas one runs them",
+    )
+    service.flag(
+        parser,
+        "leader-elect-lease-duration",
+        "STRATA_LEADER_ELECT_LEASE_DURATION",
+        "15s",
+        "How long a candidate waits, after the leader last renewed, before taking the Lease",
+    )
+    service.flag(
+        parser,
+        "leader-elect-renew-deadline",
+        "STRATA_LEADER_ELECT_RENEW_DEADLINE",
+        "10s",
+        "How long the leader keeps trying to renew before it stops leading",
+    )
+    service.flag(
+        parser,
+        "leader-elect-retry-period",
+        "STRATA_LEADER_ELECT_RETRY_PERIOD",
+        "2s",
+        "How often candidates try to acquire and the leader renews",
+    )
     args = parser.parse_args()
     try:
         args.cluster_ips = IPRange(args.service_cluster_ip_range)
         args.node_ports = PortRange(args.service_node_port_range)
+        args.timing = Timing(
+            lease_duration=service.parse_duration(args.leader_elect_lease_duration),
+            renew_deadline=service.parse_duration(args.leader_elect_renew_deadline),
+            retry_period=service.parse_duration(args.leader_elect_retry_period),
+        )
     except ValueError as e:
         parser.error(str(e))
+    if args.leader_elect not in ("true", "false"):
+        parser.error(f"--leader-elect must be true or false, not {args.leader_elect!r}")
     telemetry.setup("strata-registry")
     service.run(_run(args))
 
@@ -65,14 +105,22 @@ async def _run(args: argparse.Namespace) -> None:
     hooks = {SERVICES.name: allocations}
     stores = [Store(r, storage, hooks.get(r.name)) for r in BUILT_IN]
     namespaces = next(s for s in stores if s.resource is NAMESPACES)
+    leases = next(s for s in stores if s.resource is LEASES)
+
+    async def lead() -> None:
+        """The controllers, run by one replica at a time."""
+        lifecycle = NamespaceLifecycle(namespaces, stores)
+        repair = AllocationRepair(storage, allocations)
+        await asyncio.gather(lifecycle.run(), repair.run())
 
     async def register(server: grpc.aio.Server) -> None:
         await ensure_system_namespaces(namespaces)
         registry_pb2_grpc.add_RegistryServicer_to_server(RegistryServicer(stores, storage), server)
-        lifecycle = NamespaceLifecycle(namespaces, stores)
-        repair = AllocationRepair(storage, allocations)
-        controllers.append(asyncio.create_task(lifecycle.run(), name="namespace lifecycle"))
-        controllers.append(asyncio.create_task(repair.run(), name="allocation repair"))
+        if args.leader_elect == "true":
+            election = LeaderElection(leases, LEASE_NAME, default_identity(), args.timing)
+            controllers.append(asyncio.create_task(election.run(lead), name="leader election"))
+        else:
+            controllers.append(asyncio.create_task(lead(), name="controllers"))
 
     async def stop() -> None:
         for task in controllers:

@@ -51,3 +51,8 @@ def age(creation_timestamp: str | None, now: datetime | None = None) -> str:
         return "<unknown>"
     now = now or datetime.now(UTC)
     return human_duration((now - parse_rfc3339(creation_timestamp)).total_seconds())
+
+
+def now_micro() -> str:
+    """metav1.MicroTime's form (a Lease's acquireTime and renewTime)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
