@@ -18,7 +18,7 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import DecodeError, Message
 
 from strata.api import errors
-from strata.proto.k8s import apps_v1_pb2, core_v1_pb2, meta_v1_pb2, runtime_pb2
+from strata.proto.k8s import apps_v1_pb2, core_v1_pb2, meta_v1_pb2, rbac_v1_pb2, runtime_pb2
 
 MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
 MAGIC = b"k8s\x00"
@@ -33,6 +33,10 @@ _TYPES: dict[tuple[str, str], type[Message]] = {
     ("v1", "ServiceAccount"): core_v1_pb2.ServiceAccount,
     ("v1", "Service"): core_v1_pb2.Service,
     ("apps/v1", "Deployment"): apps_v1_pb2.Deployment,
+    ("rbac.authorization.k8s.io/v1", "Role"): rbac_v1_pb2.Role,
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): rbac_v1_pb2.ClusterRole,
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): rbac_v1_pb2.RoleBinding,
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): rbac_v1_pb2.ClusterRoleBinding,
     ("v1", "DeleteOptions"): meta_v1_pb2.DeleteOptions,
     ("meta.k8s.io/v1", "DeleteOptions"): meta_v1_pb2.DeleteOptions,
 }

@@ -7,13 +7,21 @@ import asyncio
 
 import grpc
 
+from services.registry.aggregation import ClusterRoleAggregation
 from services.registry.allocation import IPRange, PortRange, ServiceAllocations
-from services.registry.bootstrap import ensure_system_namespaces
+from services.registry.bootstrap import bootstrap
 from services.registry.leader import LeaderElection, Timing, default_identity
 from services.registry.namespaces import NamespaceLifecycle
 from services.registry.readiness import storage_readiness
 from services.registry.repair import AllocationRepair
-from services.registry.resources import BUILT_IN, LEASES, NAMESPACES, SERVICES
+from services.registry.resources import (
+    BUILT_IN,
+    CLUSTER_ROLE_BINDINGS,
+    CLUSTER_ROLES,
+    LEASES,
+    NAMESPACES,
+    SERVICES,
+)
 from services.registry.server import RegistryServicer
 from services.registry.store import Store
 from strata import service, telemetry
@@ -104,20 +112,24 @@ async def _run(args: argparse.Namespace) -> None:
     allocations = ServiceAllocations(storage, args.cluster_ips, args.node_ports)
     hooks = {SERVICES.name: allocations}
     stores = [Store(r, storage, hooks.get(r.name)) for r in BUILT_IN]
-    namespaces = next(s for s in stores if s.resource is NAMESPACES)
-    leases = next(s for s in stores if s.resource is LEASES)
+    store_of = {s.resource.name: s for s in stores}
+    namespaces, cluster_roles = store_of[NAMESPACES.name], store_of[CLUSTER_ROLES.name]
 
     async def lead() -> None:
         """The controllers, run by one replica at a time."""
-        lifecycle = NamespaceLifecycle(namespaces, stores)
-        repair = AllocationRepair(storage, allocations)
-        await asyncio.gather(lifecycle.run(), repair.run())
+        await asyncio.gather(
+            NamespaceLifecycle(namespaces, stores).run(),
+            AllocationRepair(storage, allocations).run(),
+            ClusterRoleAggregation(cluster_roles).run(),
+        )
 
     async def register(server: grpc.aio.Server) -> None:
-        await ensure_system_namespaces(namespaces)
+        await bootstrap(namespaces, cluster_roles, store_of[CLUSTER_ROLE_BINDINGS.name])
         registry_pb2_grpc.add_RegistryServicer_to_server(RegistryServicer(stores, storage), server)
         if args.leader_elect == "true":
-            election = LeaderElection(leases, LEASE_NAME, default_identity(), args.timing)
+            election = LeaderElection(
+                store_of[LEASES.name], LEASE_NAME, default_identity(), args.timing
+            )
             controllers.append(asyncio.create_task(election.run(lead), name="leader election"))
         else:
             controllers.append(asyncio.create_task(lead(), name="controllers"))

@@ -16,13 +16,13 @@ from services.registry.podtemplates import (
     default_template,
     selector_empty,
     selector_string,
-    validate_label_selector,
     validate_template_for_selector,
 )
 from services.registry.strategy import (
     Obj,
     check_decodable,
     next_generation,
+    validate_label_selector,
     validate_object_meta,
     validate_object_meta_update,
 )

@@ -1,5 +1,5 @@
 """Pod templates as workload resources carry them: kube's defaults and the
-checks strata makes of them, and label selectors (metav1.LabelSelector).
+checks strata makes of them.
 
 strata runs no pods, so only what a workload's own validation depends on is
 checked: the template's labels against its selector, and containers with
@@ -14,18 +14,18 @@ from services.registry.strategy import (
     Obj,
     port_causes,
     validate_annotations,
+    validate_label_selector,
     validate_labels,
 )
 from strata.api import names
 from strata.api.causes import (
     duplicate,
-    forbidden,
     invalid_value,
     not_supported,
     required,
 )
 from strata.api.errors import Cause
-from strata.api.selectors import SELECTOR_OPERATORS, from_label_selector
+from strata.api.selectors import from_label_selector
 
 PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 
@@ -72,27 +72,6 @@ def default_template(template: Obj) -> None:
         for port in container.get("ports") or []:
             if isinstance(port, dict):
                 port.setdefault("protocol", "TCP")
-
-
-def validate_label_selector(selector: dict[str, Any], field: str) -> list[Cause]:
-    """metav1validation.ValidateLabelSelector."""
-    causes = validate_labels(selector.get("matchLabels") or {}, f"{field}.matchLabels")
-    for i, expression in enumerate(selector.get("matchExpressions") or []):
-        at = f"{field}.matchExpressions[{i}]"
-        operator, values = expression.get("operator", ""), expression.get("values") or []
-        if operator in ("In", "NotIn"):
-            if not values:
-                detail = "must be specified when `operator` is 'In' or 'NotIn'"
-                causes.append(required(f"{at}.values", detail))
-        elif operator in ("Exists", "DoesNotExist"):
-            if values:
-                detail = "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
-                causes.append(forbidden(f"{at}.values", detail))
-        else:
-            causes.append(not_supported(f"{at}.operator", operator, tuple(SELECTOR_OPERATORS)))
-        key = str(expression.get("key", ""))
-        causes.extend(invalid_value(f"{at}.key", key, e) for e in names.qualified_name_errors(key))
-    return causes
 
 
 def selector_is_valid(selector: dict[str, Any]) -> bool:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.registry import apps, services
+from services.registry import apps, rbac, services
 from services.registry.coordination import LeaseStrategy
 from services.registry.secrets import SecretStrategy, ServiceAccountStrategy
 from services.registry.strategy import (
@@ -423,6 +423,78 @@ ENDPOINTS = Resource(
     ),
 )
 
+CREATED_AT_COLUMN = Column(
+    name="Created At",
+    type="date",
+    description=AGE_COLUMN.description,
+    path="metadata.creationTimestamp",
+)
+
+
+def _rbac(name: str, kind: str, strategy: Strategy, columns: tuple[Column, ...]) -> Resource:
+    return Resource(
+        group=rbac.GROUP,
+        version="v1",
+        name=name,
+        singular=kind.lower(),
+        kind=kind,
+        namespaced=strategy.namespaced,
+        strategy=strategy,
+        columns=columns,
+    )
+
+
+def _binding_columns(role_ref: str, scope: str) -> tuple[Column, ...]:
+    """kube's columns for RoleBindings and ClusterRoleBindings."""
+    return (
+        NAME_COLUMN,
+        Column(name="Role", type="string", description=role_ref, cell=rbac.role_cell),
+        AGE_COLUMN,
+        *(
+            Column(
+                name=title,
+                type="string",
+                priority=1,
+                description=f"{title} in the {scope}",
+                cell=rbac.subjects_cell(kind),
+            )
+            for title, kind in (
+                ("Users", "User"),
+                ("Groups", "Group"),
+                ("ServiceAccounts", "ServiceAccount"),
+            )
+        ),
+    )
+
+
+_IMMUTABLE_REF = (
+    "If the RoleRef cannot be resolved, the Authorizer must return an error. This field is "
+    "immutable."
+)
+ROLES = _rbac("roles", "Role", rbac.RoleStrategy(), (NAME_COLUMN, CREATED_AT_COLUMN))
+CLUSTER_ROLES = _rbac(
+    "clusterroles", "ClusterRole", rbac.ClusterRoleStrategy(), (NAME_COLUMN, CREATED_AT_COLUMN)
+)
+ROLE_BINDINGS = _rbac(
+    "rolebindings",
+    "RoleBinding",
+    rbac.BindingStrategy("RoleBinding", True, ("Role", "ClusterRole")),
+    _binding_columns(
+        "RoleRef can reference a Role in the current namespace or a ClusterRole in the global "
+        f"namespace. {_IMMUTABLE_REF}",
+        "roleBinding",
+    ),
+)
+CLUSTER_ROLE_BINDINGS = _rbac(
+    "clusterrolebindings",
+    "ClusterRoleBinding",
+    rbac.BindingStrategy("ClusterRoleBinding", False, ("ClusterRole",)),
+    _binding_columns(
+        f"RoleRef can only reference a ClusterRole in the global namespace. {_IMMUTABLE_REF}",
+        "clusterRoleBinding",
+    ),
+)
+
 BUILT_IN = (
     NAMESPACES,
     CONFIGMAPS,
@@ -432,4 +504,8 @@ BUILT_IN = (
     ENDPOINTS,
     LEASES,
     DEPLOYMENTS,
+    ROLES,
+    CLUSTER_ROLES,
+    ROLE_BINDINGS,
+    CLUSTER_ROLE_BINDINGS,
 )

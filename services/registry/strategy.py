@@ -22,6 +22,7 @@ from strata.api.causes import (
     too_long,
 )
 from strata.api.errors import Cause
+from strata.api.selectors import SELECTOR_OPERATORS
 
 Obj = dict[str, Any]
 
@@ -222,6 +223,27 @@ def port_causes(port: Obj, number_field: str, at: str) -> list[Cause]:
     protocol = port.get("protocol", "")
     if protocol not in PROTOCOLS:
         causes.append(not_supported(f"{at}.protocol", protocol, PROTOCOLS))
+    return causes
+
+
+def validate_label_selector(selector: dict[str, Any], field: str) -> list[Cause]:
+    """metav1validation.ValidateLabelSelector."""
+    causes = validate_labels(selector.get("matchLabels") or {}, f"{field}.matchLabels")
+    for i, expression in enumerate(selector.get("matchExpressions") or []):
+        at = f"{field}.matchExpressions[{i}]"
+        operator, values = expression.get("operator", ""), expression.get("values") or []
+        if operator in ("In", "NotIn"):
+            if not values:
+                detail = "must be specified when `operator` is 'In' or 'NotIn'"
+                causes.append(required(f"{at}.values", detail))
+        elif operator in ("Exists", "DoesNotExist"):
+            if values:
+                detail = "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
+                causes.append(forbidden(f"{at}.values", detail))
+        else:
+            causes.append(not_supported(f"{at}.operator", operator, tuple(SELECTOR_OPERATORS)))
+        key = str(expression.get("key", ""))
+        causes.extend(invalid_value(f"{at}.key", key, e) for e in names.qualified_name_errors(key))
     return causes
 
 

@@ -15,6 +15,10 @@ from __future__ import annotations
 WELL_KNOWN_GROUPS: dict[str, str] = {
     "leases": "coordination.k8s.io",
     "deployments": "apps",
+    "roles": "rbac.authorization.k8s.io",
+    "rolebindings": "rbac.authorization.k8s.io",
+    "clusterroles": "rbac.authorization.k8s.io",
+    "clusterrolebindings": "rbac.authorization.k8s.io",
     # Where the service IP allocator keeps each address it hands out.
     "ipaddresses": "networking.k8s.io",
 }

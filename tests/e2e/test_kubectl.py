@@ -344,3 +344,58 @@ def test_services_get_cluster_ips_and_node_ports(system: System, demo: str) -> N
     assert rows["ext"][1:5] == ["ExternalName", "<none>", "db.example.com", "<none>"]
     assert web["spec"]["clusterIP"] != np["spec"]["clusterIP"]
     assert web["spec"]["ports"][0]["targetPort"] == 8080
+
+
+def test_rbac_objects_from_kubectl_create(system: System, demo: str) -> None:
+    # kubectl sends these as protobuf.
+    kubectl(
+        system, "-n", demo, "create", "role", "reader", "--verb=get,list",
+        "--resource=configmaps,deployments.apps",
+    )  # fmt: skip
+    kubectl(
+        system, "-n", demo, "create", "rolebinding", "readers", "--role=reader",
+        "--user=jane", "--group=devs", f"--serviceaccount={demo}:builder",
+    )  # fmt: skip
+    kubectl(
+        system, "create", "clusterrole", f"{demo}-monitoring",
+        "--aggregation-rule=example.com/aggregate-to-monitoring=true",
+    )  # fmt: skip
+    kubectl(
+        system, "create", "clusterrolebinding", f"{demo}-admins", "--clusterrole=cluster-admin",
+        "--group=ops",
+    )  # fmt: skip
+    role = json.loads(kubectl(system, "-n", demo, "get", "role", "reader", "-o", "json").stdout)
+    assert role["rules"] == [
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]},
+        {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "list"]},
+    ]
+    wide = kubectl(system, "-n", demo, "get", "rolebinding", "readers", "-o", "wide").stdout
+    header, row = (line.split() for line in wide.splitlines())
+    assert header == ["NAME", "ROLE", "AGE", "USERS", "GROUPS", "SERVICEACCOUNTS"]
+    assert row[:2] == ["readers", "Role/reader"]
+    assert row[3:] == ["jane", "devs", f"{demo}/builder"]
+    aggregate = json.loads(
+        kubectl(system, "get", "clusterrole", f"{demo}-monitoring", "-o", "json").stdout
+    )
+    assert aggregate["aggregationRule"] == {
+        "clusterRoleSelectors": [{"matchLabels": {"example.com/aggregate-to-monitoring": "true"}}]
+    }
+    admins = json.loads(
+        kubectl(system, "get", "clusterrolebinding", f"{demo}-admins", "-o", "json").stdout
+    )
+    assert admins["subjects"] == [
+        {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "ops"}
+    ]
+    names = kubectl(system, "get", "clusterroles", "-o", "name").stdout.split()
+    assert {"clusterrole.rbac.authorization.k8s.io/" + n for n in ("admin", "edit", "view")} <= set(
+        names
+    )
+    refused = kubectl(
+        system, "-n", demo, "patch", "rolebinding", "readers", "--type=merge",
+        "-p", '{"roleRef": {"name": "other"}}', check=False,
+    )  # fmt: skip
+    assert refused.returncode == 1
+    assert 'The RoleBinding "readers" is invalid: roleRef: Invalid value: ' in refused.stderr
+    assert refused.stderr.rstrip().endswith("cannot change roleRef")
+    kubectl(system, "delete", "clusterrole", f"{demo}-monitoring")
+    kubectl(system, "delete", "clusterrolebinding", f"{demo}-admins")

@@ -1,5 +1,5 @@
 """dryRun=All on every write: the whole write runs (validation, conflicts,
-existence, preconditions), nothing is stored (etcd's revision does not move),
+existence, preconditions), nothing is stored (etcd sees no write),
 and the answer is what would have been stored."""
 
 from __future__ import annotations
@@ -8,7 +8,14 @@ import aiohttp
 import pytest
 
 from strata.etcd import Etcd
-from tests.support.registry_tester import answer, configmap, new_namespace, refused, revision
+from tests.support.registry_tester import (
+    answer,
+    configmap,
+    new_namespace,
+    refused,
+    revision,
+    writes_since,
+)
 
 DRY_RUN = {"dryRun": "All"}
 
@@ -30,7 +37,7 @@ async def test_a_dry_run_create_answers_and_stores_nothing(
     body = configmap("", data={"k": "v"})
     body["metadata"] = {"generateName": "gen-"}
     created = await answer(http, "POST", collection, 201, json=body, params=DRY_RUN)
-    assert await revision(system_etcd) == before
+    assert await writes_since(system_etcd, before) == []
     meta = created["metadata"]
     assert meta["name"].startswith("gen-") and meta["uid"] and meta["creationTimestamp"]
     assert "resourceVersion" not in meta
@@ -62,7 +69,7 @@ async def test_a_dry_run_update_answers_the_change_and_keeps_the_object(
     changed = {**created, "data": {"k": "2"}}
     before = await revision(system_etcd)
     answered = await answer(http, "PUT", f"{collection}/updated", 200, json=changed, params=DRY_RUN)
-    assert await revision(system_etcd) == before
+    assert await writes_since(system_etcd, before) == []
     assert answered["data"] == {"k": "2"}
     assert answered["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
     stored = await answer(http, "GET", f"{collection}/updated", 200)
@@ -83,7 +90,7 @@ async def test_a_dry_run_delete_checks_preconditions_and_keeps_the_object(
     assert (success["kind"], success["status"]) == ("Status", "Success")
     body = {"dryRun": ["All"], "preconditions": {"uid": created["metadata"]["uid"]}}
     await answer(http, "DELETE", f"{collection}/kept", 200, json=body)  # dryRun in the body
-    assert await revision(system_etcd) == before
+    assert await writes_since(system_etcd, before) == []
     assert await status_of(http, f"{collection}/kept") == 200
     wrong = {"dryRun": ["All"], "preconditions": {"uid": "not-its-uid"}}
     failed = await refused(http, system_etcd, "DELETE", f"{collection}/kept", json=wrong)
@@ -98,7 +105,7 @@ async def test_a_dry_run_namespace_delete_answers_the_namespace_as_it_would_be(
     answered = await answer(http, "DELETE", f"/api/v1/namespaces/{name}", 200, params=DRY_RUN)
     assert (answered["kind"], answered["metadata"]["name"]) == ("Namespace", name)
     assert answered["status"]["phase"] == "Terminating"
-    assert await revision(system_etcd) == before
+    assert await writes_since(system_etcd, before) == []
     stored = await answer(http, "GET", f"/api/v1/namespaces/{name}", 200)
     assert stored["status"]["phase"] == "Active"
 

@@ -46,6 +46,7 @@ async def test_discovery_documents(http: aiohttp.ClientSession) -> None:
     groups = await get_json(http, "/apis")
     coordination = {"groupVersion": "coordination.k8s.io/v1", "version": "v1"}
     apps = {"groupVersion": "apps/v1", "version": "v1"}
+    rbac = {"groupVersion": "rbac.authorization.k8s.io/v1", "version": "v1"}
     assert groups == {
         "kind": "APIGroupList",
         "apiVersion": "v1",
@@ -56,6 +57,7 @@ async def test_discovery_documents(http: aiohttp.ClientSession) -> None:
                 "versions": [coordination],
                 "preferredVersion": coordination,
             },
+            {"name": "rbac.authorization.k8s.io", "versions": [rbac], "preferredVersion": rbac},
         ],
     }
     leases = await get_json(http, "/apis/coordination.k8s.io/v1")

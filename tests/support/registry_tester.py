@@ -31,8 +31,30 @@ JSON = "application/json"
 Cause = tuple[str, str, str]
 
 
+# What the system writes by itself whatever a test does: the registry leader's
+# Lease renewals.
+BACKGROUND_KEYS = (b"/registry/leases/kube-system/",)
+
+
 async def revision(etcd: Etcd) -> int:
     return (await etcd.range(b"/", count_only=True)).header.revision
+
+
+async def writes_since(etcd: Etcd, before: int) -> list[bytes]:
+    """The keys written or deleted after revision before (background writes left
+    out), read from an etcd watch replaying what happened since."""
+    now = await revision(etcd)
+    written: list[bytes] = []
+    if now == before:
+        return written
+    async with asyncio.timeout(10):
+        async for response in etcd.watch(b"/", b"\0", start_revision=before + 1):
+            for event in response.events:
+                if not event.kv.key.startswith(BACKGROUND_KEYS):
+                    written.append(event.kv.key)
+                if event.kv.mod_revision >= now:
+                    return written
+    return written
 
 
 async def refused(
@@ -44,7 +66,7 @@ async def refused(
         body: Obj = orjson.loads(await response.read())
         assert response.content_type == "application/json"
         assert body["code"] == response.status
-    assert await revision(etcd) == before, "a refused request changed etcd"
+    assert await writes_since(etcd, before) == [], "a refused request changed etcd"
     assert body["kind"] == "Status" and body["apiVersion"] == "v1"
     assert body["status"] == "Failure"
     return body
@@ -60,6 +82,16 @@ def required(field: str, detail: str = "") -> Cause:
         "FieldValueRequired",
         field,
         f"Required value: {detail}" if detail else "Required value",
+    )
+
+
+def unsupported(field: str, shown: str, *supported: str) -> Cause:
+    """A FieldValueNotSupported cause listing the values kube supports there."""
+    listed = ", ".join(f'"{v}"' for v in supported)
+    return (
+        "FieldValueNotSupported",
+        field,
+        f"Unsupported value: {shown}: supported values: {listed}",
     )
 
 

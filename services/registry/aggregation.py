@@ -1,0 +1,81 @@
+"""ClusterRole aggregation (kube's clusterrole-aggregation controller): a
+ClusterRole with an aggregationRule gets, as its rules, the rules of every other
+ClusterRole its selectors match, in name order, each rule once. Direct changes
+to such a role's rules are overwritten on the next round.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import orjson
+
+from services.registry.store import Paging, Rendering, Store
+from strata import telemetry
+from strata.api.errors import StatusError
+from strata.api.selectors import from_label_selector
+
+INTERVAL_SECONDS = 0.5
+
+log = telemetry.get_logger("strata.registry.aggregation")
+
+
+def aggregated_rules(role: dict[str, Any], roles: list[dict[str, Any]]) -> list[Any]:
+    """The rules role's aggregationRule makes of roles."""
+    selectors = [
+        from_label_selector(s or {})
+        for s in (role.get("aggregationRule") or {}).get("clusterRoleSelectors") or []
+    ]
+    name = role["metadata"]["name"]
+    matched = sorted(
+        (
+            r
+            for r in roles
+            if r["metadata"]["name"] != name
+            and any(s.matches(r["metadata"].get("labels") or {}) for s in selectors)
+        ),
+        key=lambda r: str(r["metadata"]["name"]),
+    )
+    rules: list[Any] = []
+    for other in matched:
+        for rule in other.get("rules") or []:
+            if rule not in rules:
+                rules.append(rule)
+    return rules
+
+
+class ClusterRoleAggregation:
+    def __init__(self, cluster_roles: Store, interval: float = INTERVAL_SECONDS) -> None:
+        self._cluster_roles = cluster_roles
+        self._interval = interval
+
+    async def run(self) -> None:
+        while True:
+            try:
+                await self.aggregate_once()
+            except StatusError as e:  # storage trouble: the next round tries again
+                log.warning("clusterrole aggregation round failed", error=e.message)
+            except Exception:  # a bug must not stop the controller for good
+                log.exception("clusterrole aggregation round failed")
+            await asyncio.sleep(self._interval)
+
+    async def aggregate_once(self) -> None:
+        everything = self._cluster_roles.selection("", "", "")
+        page = await self._cluster_roles.list(everything, Paging(resource_version="0"), Rendering())
+        roles = [orjson.loads(item) for item in page.items]
+        for role in roles:
+            if role.get("aggregationRule") is None:
+                continue
+            rules = aggregated_rules(role, roles)
+            if rules == (role.get("rules") or []):
+                continue
+            role["rules"] = rules
+            name = role["metadata"]["name"]
+            try:
+                await self._cluster_roles.update("", name, orjson.dumps(role))
+            except StatusError as e:
+                if e.reason not in ("Conflict", "NotFound"):  # else: the next round
+                    raise
+                continue
+            log.info("aggregated clusterrole rules", clusterrole=name, rules=len(rules))

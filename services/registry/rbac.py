@@ -1,0 +1,241 @@
+"""rbac.authorization.k8s.io/v1 Roles, ClusterRoles, RoleBindings and
+ClusterRoleBindings: kube's defaults and field rules (pkg/apis/rbac/validation)
+and their Table columns. They are stored and checked here; enforcing them is
+the authorizer's business.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from services.registry.strategy import (
+    Obj,
+    check_decodable,
+    validate_label_selector,
+    validate_object_meta,
+    validate_object_meta_update,
+)
+from strata.api import names
+from strata.api.causes import invalid_value, not_supported, required
+from strata.api.errors import Cause
+
+GROUP = "rbac.authorization.k8s.io"
+SUBJECT_KINDS = ("ServiceAccount", "User", "Group")
+
+
+def path_segment_errors(name: str) -> list[str]:
+    """ValidateRBACName (path.IsValidPathSegmentName): any name a URL path can carry."""
+    if name in (".", ".."):
+        return [f"may not be '{name}'"]
+    return [f"may not contain '{c}'" for c in ("/", "%") if c in name]
+
+
+def _rule_types(kind: str) -> tuple[tuple[str, str, str], ...]:
+    return (
+        ("rules", kind, "[]v1.PolicyRule"),
+        *(
+            (f"rules[].{field}", "PolicyRule", "[]string")
+            for field in ("verbs", "apiGroups", "resources", "resourceNames", "nonResourceURLs")
+        ),
+        *(
+            (f"rules[].{field}[]", "PolicyRule", "string")
+            for field in ("verbs", "apiGroups", "resources", "resourceNames", "nonResourceURLs")
+        ),
+    )
+
+
+def _binding_types(kind: str) -> tuple[tuple[str, str, str], ...]:
+    return (
+        ("roleRef", kind, "v1.RoleRef"),
+        *((f"roleRef.{f}", "RoleRef", "string") for f in ("apiGroup", "kind", "name")),
+        ("subjects", kind, "[]v1.Subject"),
+        *(
+            (f"subjects[].{f}", "Subject", "string")
+            for f in ("kind", "apiGroup", "name", "namespace")
+        ),
+    )
+
+
+def validate_policy_rule(rule: Obj, namespaced: bool, at: str) -> list[Cause]:
+    causes = []
+    if not rule.get("verbs"):
+        causes.append(required(f"{at}.verbs", "verbs must contain at least one value"))
+    urls = rule.get("nonResourceURLs") or []
+    if urls:
+        if namespaced:
+            detail = "namespaced rules cannot apply to non-resource URLs"
+            causes.append(invalid_value(f"{at}.nonResourceURLs", urls, detail))
+        if rule.get("apiGroups") or rule.get("resources") or rule.get("resourceNames"):
+            detail = "rules cannot apply to both regular resources and non-resource URLs"
+            causes.append(invalid_value(f"{at}.nonResourceURLs", urls, detail))
+        return causes
+    if not rule.get("apiGroups"):
+        detail = "resource rules must supply at least one api group"
+        causes.append(required(f"{at}.apiGroups", detail))
+    if not rule.get("resources"):
+        causes.append(
+            required(f"{at}.resources", "resource rules must supply at least one resource")
+        )
+    return causes
+
+
+def _validate_rules(obj: Obj, namespaced: bool) -> list[Cause]:
+    causes: list[Cause] = []
+    for i, rule in enumerate(obj.get("rules") or []):
+        causes.extend(validate_policy_rule(rule or {}, namespaced, f"rules[{i}]"))
+    return causes
+
+
+def _meta_causes(obj: Obj, namespaced: bool) -> list[Cause]:
+    return validate_object_meta(
+        obj, namespaced=namespaced, name_is_label=False, name_errors=path_segment_errors
+    )
+
+
+class RoleStrategy:
+    namespaced = True
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        pass
+
+    def validate(self, obj: Obj) -> list[Cause]:
+        check_decodable(obj, "Role", "v1", _rule_types("Role"))
+        return _meta_causes(obj, True) + _validate_rules(obj, True)
+
+    def prepare_for_update(self, obj: Obj, old: Obj) -> None:
+        pass
+
+    def validate_update(self, obj: Obj, old: Obj) -> list[Cause]:
+        return self.validate(obj) + validate_object_meta_update(obj, old)
+
+
+_AGGREGATION_TYPES = (
+    ("aggregationRule", "ClusterRole", "v1.AggregationRule"),
+    ("aggregationRule.clusterRoleSelectors", "AggregationRule", "[]v1.LabelSelector"),
+)
+
+
+class ClusterRoleStrategy:
+    namespaced = False
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        pass
+
+    def validate(self, obj: Obj) -> list[Cause]:
+        check_decodable(obj, "ClusterRole", "v1", _rule_types("ClusterRole") + _AGGREGATION_TYPES)
+        causes = _meta_causes(obj, False) + _validate_rules(obj, False)
+        aggregation = obj.get("aggregationRule")
+        if aggregation is not None:
+            at = "aggregationRule.clusterRoleSelectors"
+            selectors = aggregation.get("clusterRoleSelectors") or []
+            if not selectors:
+                detail = "at least one clusterRoleSelector required if aggregationRule is non-nil"
+                causes.append(required(at, detail))
+            for i, selector in enumerate(selectors):
+                causes.extend(validate_label_selector(selector or {}, f"{at}[{i}]"))
+        return causes
+
+    def prepare_for_update(self, obj: Obj, old: Obj) -> None:
+        pass
+
+    def validate_update(self, obj: Obj, old: Obj) -> list[Cause]:
+        return self.validate(obj) + validate_object_meta_update(obj, old)
+
+
+def _default_binding(obj: Obj) -> None:
+    """rbac/v1's defaults: the roleRef's group, and each subject's by its kind."""
+    role_ref = obj.get("roleRef")
+    if isinstance(role_ref, dict) and not role_ref.get("apiGroup"):
+        role_ref["apiGroup"] = GROUP
+    for subject in obj.get("subjects") or []:
+        if isinstance(subject, dict) and not subject.get("apiGroup"):
+            if subject.get("kind") in ("User", "Group"):
+                subject["apiGroup"] = GROUP
+            elif subject.get("kind") == "ServiceAccount":
+                subject["apiGroup"] = ""
+
+
+def validate_subject(subject: Obj, namespaced: bool, at: str) -> list[Cause]:
+    causes = []
+    name, kind = subject.get("name", ""), subject.get("kind", "")
+    group = subject.get("apiGroup", "")
+    if not name:
+        causes.append(required(f"{at}.name"))
+    if kind == "ServiceAccount":
+        if name:
+            causes.extend(
+                invalid_value(f"{at}.name", name, e) for e in names.dns1123_subdomain_errors(name)
+            )
+        if group:
+            causes.append(not_supported(f"{at}.apiGroup", group, ("",)))
+        if not namespaced and not subject.get("namespace"):
+            causes.append(required(f"{at}.namespace"))
+    elif kind in ("User", "Group"):
+        if group != GROUP:
+            causes.append(not_supported(f"{at}.apiGroup", group, (GROUP,)))
+    else:
+        causes.append(not_supported(f"{at}.kind", kind, SUBJECT_KINDS))
+    return causes
+
+
+class BindingStrategy:
+    """RoleBindings (which may name a Role or a ClusterRole) and
+    ClusterRoleBindings (a ClusterRole only); roleRef never changes."""
+
+    def __init__(self, kind: str, namespaced: bool, role_kinds: tuple[str, ...]) -> None:
+        self._kind = kind
+        self.namespaced = namespaced
+        self._role_kinds = role_kinds
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        _default_binding(obj)
+
+    def validate(self, obj: Obj) -> list[Cause]:
+        check_decodable(obj, self._kind, "v1", _binding_types(self._kind))
+        causes = _meta_causes(obj, self.namespaced)
+        role_ref: dict[str, Any] = obj.get("roleRef") or {}
+        group = role_ref.get("apiGroup", "")
+        if group != GROUP:
+            causes.append(not_supported("roleRef.apiGroup", group, (GROUP,)))
+        kind = role_ref.get("kind", "")
+        if kind not in self._role_kinds:
+            causes.append(not_supported("roleRef.kind", kind, self._role_kinds))
+        name = role_ref.get("name", "")
+        if not name:
+            causes.append(required("roleRef.name"))
+        else:
+            causes.extend(invalid_value("roleRef.name", name, e) for e in path_segment_errors(name))
+        for i, subject in enumerate(obj.get("subjects") or []):
+            causes.extend(validate_subject(subject or {}, self.namespaced, f"subjects[{i}]"))
+        return causes
+
+    def prepare_for_update(self, obj: Obj, old: Obj) -> None:
+        _default_binding(obj)
+
+    def validate_update(self, obj: Obj, old: Obj) -> list[Cause]:
+        causes = self.validate(obj) + validate_object_meta_update(obj, old)
+        if obj.get("roleRef") != old.get("roleRef"):
+            causes.append(invalid_value("roleRef", obj.get("roleRef"), "cannot change roleRef"))
+        return causes
+
+
+def role_cell(obj: Obj) -> str:
+    """A binding's Role cell: Kind/name."""
+    role_ref = obj.get("roleRef") or {}
+    return f"{role_ref.get('kind', '')}/{role_ref.get('name', '')}"
+
+
+def subjects_cell(kind: str) -> Any:
+    """A binding's Users, Groups or ServiceAccounts cell (kube's SubjectsStrings)."""
+
+    def cell(obj: Obj) -> str:
+        shown = []
+        for subject in obj.get("subjects") or []:
+            if subject.get("kind") != kind:
+                continue
+            name = subject.get("name", "")
+            namespace = subject.get("namespace", "") if kind == "ServiceAccount" else ""
+            shown.append(f"{namespace}/{name}" if namespace else name)
+        return ", ".join(shown)
+
+    return cell
