@@ -108,10 +108,10 @@ class CachedStorage:
         return await self._upstream.create(key, value, ttl_seconds=ttl_seconds)
 
     async def update(
-        self, key: str, value: bytes, *, expected_resource_version: int
+        self, key: str, value: bytes, *, expected_resource_version: int, ttl_seconds: int = 0
     ) -> storage_pb2.Object:
         return await self._upstream.update(
-            key, value, expected_resource_version=expected_resource_version
+            key, value, expected_resource_version=expected_resource_version, ttl_seconds=ttl_seconds
         )
 
     async def delete(

@@ -18,6 +18,7 @@ from services.registry.resources import (
     BUILT_IN,
     CLUSTER_ROLE_BINDINGS,
     CLUSTER_ROLES,
+    EVENTS,
     LEASES,
     NAMESPACES,
     SERVICES,
@@ -86,8 +87,16 @@ def main() -> None:
         "2s",
         "How often candidates try to acquire and the leader renews",
     )
+    service.flag(
+        parser,
+        "event-ttl",
+        "STRATA_EVENT_TTL",
+        "1h",
+        "How long events are kept after their last write",
+    )
     args = parser.parse_args()
     try:
+        args.event_ttl_seconds = round(service.parse_duration(args.event_ttl))
         args.cluster_ips = IPRange(args.service_cluster_ip_range)
         args.node_ports = PortRange(args.service_node_port_range)
         args.timing = Timing(
@@ -111,7 +120,10 @@ async def _run(args: argparse.Namespace) -> None:
 
     allocations = ServiceAllocations(storage, args.cluster_ips, args.node_ports)
     hooks = {SERVICES.name: allocations}
-    stores = [Store(r, storage, hooks.get(r.name)) for r in BUILT_IN]
+    ttls = {EVENTS.name: args.event_ttl_seconds}
+    stores = [
+        Store(r, storage, hooks.get(r.name), ttl_seconds=ttls.get(r.name, 0)) for r in BUILT_IN
+    ]
     store_of = {s.resource.name: s for s in stores}
     namespaces, cluster_roles = store_of[NAMESPACES.name], store_of[CLUSTER_ROLES.name]
 

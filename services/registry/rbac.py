@@ -23,13 +23,6 @@ GROUP = "rbac.authorization.k8s.io"
 SUBJECT_KINDS = ("ServiceAccount", "User", "Group")
 
 
-def path_segment_errors(name: str) -> list[str]:
-    """ValidateRBACName (path.IsValidPathSegmentName): any name a URL path can carry."""
-    if name in (".", ".."):
-        return [f"may not be '{name}'"]
-    return [f"may not contain '{c}'" for c in ("/", "%") if c in name]
-
-
 def _rule_types(kind: str) -> tuple[tuple[str, str, str], ...]:
     return (
         ("rules", kind, "[]v1.PolicyRule"),
@@ -88,7 +81,7 @@ def _validate_rules(obj: Obj, namespaced: bool) -> list[Cause]:
 
 def _meta_causes(obj: Obj, namespaced: bool) -> list[Cause]:
     return validate_object_meta(
-        obj, namespaced=namespaced, name_is_label=False, name_errors=path_segment_errors
+        obj, namespaced=namespaced, name_is_label=False, name_errors=names.path_segment_errors
     )
 
 
@@ -204,7 +197,9 @@ class BindingStrategy:
         if not name:
             causes.append(required("roleRef.name"))
         else:
-            causes.extend(invalid_value("roleRef.name", name, e) for e in path_segment_errors(name))
+            causes.extend(
+                invalid_value("roleRef.name", name, e) for e in names.path_segment_errors(name)
+            )
         for i, subject in enumerate(obj.get("subjects") or []):
             causes.extend(validate_subject(subject or {}, self.namespaced, f"subjects[{i}]"))
         return causes

@@ -6,11 +6,12 @@ render `kubectl get` tables for any resource without knowing it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.registry import apps, rbac, services
+from services.registry import apps, events, rbac, services
 from services.registry.coordination import LeaseStrategy
 from services.registry.secrets import SecretStrategy, ServiceAccountStrategy
 from services.registry.strategy import (
@@ -280,6 +281,85 @@ LEASES = Resource(
 )
 
 
+EVENTS = Resource(
+    group="",
+    version="v1",
+    name="events",
+    singular="event",
+    kind="Event",
+    namespaced=True,
+    strategy=events.EventStrategy(),
+    short_names=("ev",),
+    columns=(
+        Column(
+            name="Last Seen",
+            type="string",
+            description="The time at which the most recent occurrence of this event was recorded.",
+            cell=events.last_seen_cell,
+        ),
+        Column(
+            name="Type",
+            type="string",
+            description="Type of this event (Normal, Warning), new types could be added in the "
+            "future",
+            path="type",
+        ),
+        Column(
+            name="Reason",
+            type="string",
+            description="This should be a short, machine understandable string that gives the "
+            "reason for the transition into the object's current status.",
+            path="reason",
+        ),
+        Column(
+            name="Object",
+            type="string",
+            description="The object that this event is about.",
+            cell=events.object_cell,
+        ),
+        Column(
+            name="Subobject",
+            type="string",
+            priority=1,
+            description="If referring to a piece of an object instead of an entire object, this "
+            "string should contain a valid JSON/Go field access statement, such as "
+            "desiredState.manifest.containers[2].",
+            path="involvedObject.fieldPath",
+        ),
+        Column(
+            name="Source",
+            type="string",
+            priority=1,
+            description="The component reporting this event. Should be a short machine "
+            "understandable string.",
+            cell=events.source_cell,
+        ),
+        Column(
+            name="Message",
+            type="string",
+            description="A human-readable description of the status of this operation.",
+            cell=lambda obj: str(obj.get("message") or "").strip(),
+        ),
+        Column(
+            name="First Seen",
+            type="string",
+            priority=1,
+            description="The time at which the event was first recorded. (Time of server "
+            "receipt is in TypeMeta.)",
+            cell=events.first_seen_cell,
+        ),
+        Column(
+            name="Count",
+            type="string",
+            priority=1,
+            description="The number of times this event has occurred.",
+            cell=events.count_cell,
+        ),
+        dataclasses.replace(NAME_COLUMN, priority=1),
+    ),
+)
+
+
 def _replicas_ready(obj: Obj) -> str:
     """A Deployment's Ready cell: ready of desired replicas."""
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
@@ -502,6 +582,7 @@ BUILT_IN = (
     SERVICE_ACCOUNTS,
     SERVICES,
     ENDPOINTS,
+    EVENTS,
     LEASES,
     DEPLOYMENTS,
     ROLES,

@@ -245,12 +245,20 @@ async def _nothing_to_finish(stored: bool) -> None:
 
 class Store:
     def __init__(
-        self, resource: Resource, storage: Storage, hooks: WriteHooks | None = None
+        self,
+        resource: Resource,
+        storage: Storage,
+        hooks: WriteHooks | None = None,
+        *,
+        ttl_seconds: int = 0,
     ) -> None:
         self.resource = resource
         self._storage = storage
         self._strategy = resource.strategy
         self._hooks = hooks
+        # Every write (creates and updates alike) stores the object for this
+        # long from then (kube's TTLFunc; events), 0 for ever.
+        self._ttl = ttl_seconds
 
     # --- error interpretation --------------------------------------------------
 
@@ -388,7 +396,9 @@ class Store:
                     if dry_run:
                         await self._refuse_taken(key)
                         return orjson.dumps(obj)
-                    stored = await self._storage.create(key, orjson.dumps(obj))
+                    stored = await self._storage.create(
+                        key, orjson.dumps(obj), ttl_seconds=self._ttl
+                    )
                 return stored.value
             except StatusError as e:
                 if (
@@ -642,7 +652,9 @@ class Store:
                     updated["metadata"]["resourceVersion"] = str(current.resource_version)
                     value = orjson.dumps(updated)
                 else:
-                    stored = await guaranteed_update(self._storage, key, apply)
+                    stored = await guaranteed_update(
+                        self._storage, key, apply, ttl_seconds=self._ttl
+                    )
                     landed = len(finishes) - 1
                     await self._delete_if_finalized(stored)
                     value = stored.value
@@ -711,7 +723,7 @@ class Store:
 
         with self._interpreted(name):
             stored = await guaranteed_update(
-                self._storage, self.resource.key(namespace, name), drop
+                self._storage, self.resource.key(namespace, name), drop, ttl_seconds=self._ttl
             )
             await self._delete_if_finalized(stored)
 
@@ -783,6 +795,7 @@ class Store:
                         key,
                         orjson.dumps(obj),
                         expected_resource_version=current.resource_version,
+                        ttl_seconds=self._ttl,
                     )
                 except Conflict:
                     continue

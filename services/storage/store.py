@@ -18,6 +18,7 @@ import grpc
 from services.storage import metrics, objects
 from services.storage.encryption import Transformers
 from services.storage.encryption._transformer import UnreadableValue
+from services.storage.leases import LeaseManager
 from services.storage.reads import PointReads
 from strata.etcd import Etcd, prefix_end
 from strata.proto.etcd.etcdserverpb import rpc_pb2
@@ -138,6 +139,7 @@ class EtcdStorage:
         on_resource: Callable[[str], None] | None = None,
     ) -> None:
         self._etcd = etcd
+        self._leases = LeaseManager(etcd)
         self._prefix = prefix.rstrip("/")
         self._transformers = transformers
         self._reads = PointReads(etcd)
@@ -201,7 +203,7 @@ class EtcdStorage:
         data = self._sealed(key, ekey, data_plain)
         self._on_resource(key)
         with _etcd_errors(key), metrics.etcd_request("create", key):
-            lease = await self._etcd.lease_grant(ttl_seconds) if ttl_seconds > 0 else 0
+            lease = await self._leases.lease_for(ttl_seconds) if ttl_seconds > 0 else 0
             put = rpc_pb2.PutRequest(key=ekey, value=data, lease=lease)
             response = await self._etcd.txn(
                 _txn(ekey, _absent(ekey), rpc_pb2.RequestOp(request_put=put))
@@ -212,12 +214,13 @@ class EtcdStorage:
         return self._remember(ekey, revision, objects.written(key, obj, data_plain, revision))
 
     async def update(
-        self, key: str, value: bytes, *, expected_resource_version: int
+        self, key: str, value: bytes, *, expected_resource_version: int, ttl_seconds: int = 0
     ) -> storage_pb2.Object:
         ekey = self._etcd_key(key)
         obj, data = objects.for_etcd(key, value)
-        put = rpc_pb2.PutRequest(key=ekey, value=self._sealed(key, ekey, data))
         with _etcd_errors(key), metrics.etcd_request("update", key):
+            lease = await self._leases.lease_for(ttl_seconds) if ttl_seconds > 0 else 0
+            put = rpc_pb2.PutRequest(key=ekey, value=self._sealed(key, ekey, data), lease=lease)
             response = await self._etcd.txn(
                 _txn(
                     ekey,

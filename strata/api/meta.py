@@ -11,7 +11,8 @@ def now_rfc3339() -> str:
 
 
 def parse_rfc3339(value: str) -> datetime:
-    return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    """A metav1.Time or metav1.MicroTime (fractional seconds) in UTC."""
+    return datetime.fromisoformat(value).astimezone(UTC)
 
 
 def human_duration(seconds: float) -> str:

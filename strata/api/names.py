@@ -141,3 +141,11 @@ def generate_name(base: str) -> str:
     if len(base) > _MAX_GENERATED_NAME - _RANDOM_LENGTH:
         base = base[: _MAX_GENERATED_NAME - _RANDOM_LENGTH]
     return base + "".join(secrets.choice(_ALPHABET) for _ in range(_RANDOM_LENGTH))
+
+
+def path_segment_errors(name: str) -> list[str]:
+    """path.IsValidPathSegmentName (ValidateRBACName, and kube's generic check of
+    every name): any name a URL path can carry."""
+    if name in (".", ".."):
+        return [f"may not be '{name}'"]
+    return [f"may not contain '{c}'" for c in ("/", "%") if c in name]

@@ -217,6 +217,14 @@ class Etcd:
             )
         return response.ID
 
+    async def lease_time_to_live(self, lease: int) -> rpc_pb2.LeaseTimeToLiveResponse:
+        """What etcd says of a lease: the TTL it was granted and what is left."""
+        request = rpc_pb2.LeaseTimeToLiveRequest(ID=lease)
+        with trace.use_span(self._span("LeaseTimeToLive"), end_on_exit=True):
+            return await self._read(
+                lambda e: e.lease.LeaseTimeToLive(request, timeout=self._timeout)
+            )
+
     async def status(self) -> rpc_pb2.StatusResponse:
         with trace.use_span(self._span("Status"), end_on_exit=True):
             return await self._read(

@@ -151,10 +151,13 @@ class GrpcStorage:
         return _list_result(response)
 
     async def update(
-        self, key: str, value: bytes, *, expected_resource_version: int
+        self, key: str, value: bytes, *, expected_resource_version: int, ttl_seconds: int = 0
     ) -> storage_pb2.Object:
         request = storage_pb2.UpdateRequest(
-            key=key, value=value, expected_resource_version=expected_resource_version
+            key=key,
+            value=value,
+            expected_resource_version=expected_resource_version,
+            ttl_seconds=ttl_seconds,
         )
         obj: storage_pb2.Object = await self._unary("Update", "update", request, "object")
         return obj

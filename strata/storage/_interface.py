@@ -106,9 +106,11 @@ class Storage(Protocol):
         ...
 
     async def update(
-        self, key: str, value: bytes, *, expected_resource_version: int
+        self, key: str, value: bytes, *, expected_resource_version: int, ttl_seconds: int = 0
     ) -> storage_pb2.Object:
-        """Compare-and-swap: Conflict unless the stored object is at expected_resource_version."""
+        """Compare-and-swap: Conflict unless the stored object is at
+        expected_resource_version. A TTL expires it that long from now; without
+        one it stays."""
         ...
 
     async def delete(

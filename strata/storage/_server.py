@@ -137,7 +137,10 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
 
     async def _update(self, request: storage_pb2.UpdateRequest) -> storage_pb2.Object:
         return await self._storage.update(
-            request.key, request.value, expected_resource_version=request.expected_resource_version
+            request.key,
+            request.value,
+            expected_resource_version=request.expected_resource_version,
+            ttl_seconds=request.ttl_seconds,
         )
 
     async def _delete(self, request: storage_pb2.DeleteRequest) -> storage_pb2.Object:

@@ -14,9 +14,10 @@ UpdateFn = Callable[[storage_pb2.Object], Awaitable[bytes]]
 
 
 async def guaranteed_update(
-    storage: Storage, key: str, fn: UpdateFn, *, max_attempts: int = 0
+    storage: Storage, key: str, fn: UpdateFn, *, max_attempts: int = 0, ttl_seconds: int = 0
 ) -> storage_pb2.Object:
-    """Apply fn to the current object and store the result, re-reading on Conflict.
+    """Apply fn to the current object and store the result (expiring after
+    ttl_seconds, if given), re-reading on Conflict.
 
     fn may raise to abort; max_attempts of 0 retries for as long as conflicts last.
     """
@@ -27,7 +28,10 @@ async def guaranteed_update(
         value = await fn(current)
         try:
             return await storage.update(
-                key, value, expected_resource_version=current.resource_version
+                key,
+                value,
+                expected_resource_version=current.resource_version,
+                ttl_seconds=ttl_seconds,
             )
         except Conflict:
             if max_attempts and attempt >= max_attempts:

@@ -95,10 +95,8 @@ async def create_ignores_a_supplied_resource_version(suite: Suite) -> None:
     )
 
 
-@case
-async def create_with_ttl_expires_the_object(suite: Suite) -> None:
-    key = f"{suite.prefix()}ns/short"
-    await suite.storage.create(key, obj("short"), ttl_seconds=1)
+async def _expires(suite: Suite, key: str) -> None:
+    """Return once key's object has expired (etcd's shortest lease is ~2 s)."""
 
     async def gone() -> None:
         try:
@@ -108,6 +106,32 @@ async def create_with_ttl_expires_the_object(suite: Suite) -> None:
         raise AssertionError("still there")
 
     await eventually(gone, within=15)
+
+
+@case
+async def create_with_ttl_expires_the_object(suite: Suite) -> None:
+    key = f"{suite.prefix()}ns/short"
+    await suite.storage.create(key, obj("short"), ttl_seconds=1)
+    await _expires(suite, key)
+
+
+@case
+async def update_with_ttl_expires_the_object_and_without_keeps_it(suite: Suite) -> None:
+    """An update sets the TTL afresh: with one the object expires, without one
+    a TTL it had goes (as kube's events are written, each write its own TTL)."""
+    expiring, kept = f"{suite.prefix()}ns/expiring", f"{suite.prefix()}ns/kept"
+    created = await suite.storage.create(kept, obj("kept"), ttl_seconds=1)
+    await suite.storage.update(
+        kept, obj("kept"), expected_resource_version=created.resource_version
+    )
+    created = await suite.storage.create(expiring, obj("expiring"))
+    await suite.storage.update(
+        expiring, obj("expiring"), expected_resource_version=created.resource_version, ttl_seconds=1
+    )
+
+    await _expires(suite, expiring)
+    # kept's TTL was asked for first: had it stayed, kept would be gone too.
+    await suite.storage.get(kept)
 
 
 @case

@@ -738,6 +738,62 @@ class LeaseGrantResponse(_message.Message):
 Global___LeaseGrantResponse: _TypeAlias = LeaseGrantResponse  # noqa: Y015
 
 @_typing.final
+class LeaseTimeToLiveRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    KEYS_FIELD_NUMBER: _builtins.int
+    ID: _builtins.int
+    keys: _builtins.bool
+    def __init__(
+        self,
+        *,
+        ID: _builtins.int = ...,
+        keys: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ID", b"ID", "keys", b"keys"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LeaseTimeToLiveRequest: _TypeAlias = LeaseTimeToLiveRequest  # noqa: Y015
+
+@_typing.final
+class LeaseTimeToLiveResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HEADER_FIELD_NUMBER: _builtins.int
+    ID_FIELD_NUMBER: _builtins.int
+    TTL_FIELD_NUMBER: _builtins.int
+    GRANTEDTTL_FIELD_NUMBER: _builtins.int
+    KEYS_FIELD_NUMBER: _builtins.int
+    ID: _builtins.int
+    TTL: _builtins.int
+    """Seconds left; -1 when the lease has expired or never was."""
+    grantedTTL: _builtins.int
+    @_builtins.property
+    def header(self) -> Global___ResponseHeader: ...
+    @_builtins.property
+    def keys(self) -> _containers.RepeatedScalarFieldContainer[_builtins.bytes]: ...
+    def __init__(
+        self,
+        *,
+        header: Global___ResponseHeader | None = ...,
+        ID: _builtins.int = ...,
+        TTL: _builtins.int = ...,
+        grantedTTL: _builtins.int = ...,
+        keys: _abc.Iterable[_builtins.bytes] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["header", b"header"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ID", b"ID", "TTL", b"TTL", "grantedTTL", b"grantedTTL", "header", b"header", "keys", b"keys"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LeaseTimeToLiveResponse: _TypeAlias = LeaseTimeToLiveResponse  # noqa: Y015
+
+@_typing.final
 class LeaseRevokeRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

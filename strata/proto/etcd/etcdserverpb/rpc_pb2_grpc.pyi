@@ -117,6 +117,7 @@ class LeaseStub:
     LeaseGrant: _grpc.UnaryUnaryMultiCallable[_rpc_pb2.LeaseGrantRequest, _rpc_pb2.LeaseGrantResponse]
     LeaseRevoke: _grpc.UnaryUnaryMultiCallable[_rpc_pb2.LeaseRevokeRequest, _rpc_pb2.LeaseRevokeResponse]
     LeaseKeepAlive: _grpc.StreamStreamMultiCallable[_rpc_pb2.LeaseKeepAliveRequest, _rpc_pb2.LeaseKeepAliveResponse]
+    LeaseTimeToLive: _grpc.UnaryUnaryMultiCallable[_rpc_pb2.LeaseTimeToLiveRequest, _rpc_pb2.LeaseTimeToLiveResponse]
 
 @_typing.type_check_only
 class LeaseAsyncStub(LeaseStub):
@@ -124,6 +125,7 @@ class LeaseAsyncStub(LeaseStub):
     LeaseGrant: _aio.UnaryUnaryMultiCallable[_rpc_pb2.LeaseGrantRequest, _rpc_pb2.LeaseGrantResponse]  # type: ignore[assignment]
     LeaseRevoke: _aio.UnaryUnaryMultiCallable[_rpc_pb2.LeaseRevokeRequest, _rpc_pb2.LeaseRevokeResponse]  # type: ignore[assignment]
     LeaseKeepAlive: _aio.StreamStreamMultiCallable[_rpc_pb2.LeaseKeepAliveRequest, _rpc_pb2.LeaseKeepAliveResponse]  # type: ignore[assignment]
+    LeaseTimeToLive: _aio.UnaryUnaryMultiCallable[_rpc_pb2.LeaseTimeToLiveRequest, _rpc_pb2.LeaseTimeToLiveResponse]  # type: ignore[assignment]
 
 class LeaseServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -146,6 +148,13 @@ class LeaseServicer(metaclass=_abc_1.ABCMeta):
         request_iterator: _MaybeAsyncIterator[_rpc_pb2.LeaseKeepAliveRequest],
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_rpc_pb2.LeaseKeepAliveResponse], _abc.AsyncIterator[_rpc_pb2.LeaseKeepAliveResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def LeaseTimeToLive(
+        self,
+        request: _rpc_pb2.LeaseTimeToLiveRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_rpc_pb2.LeaseTimeToLiveResponse, _abc.Awaitable[_rpc_pb2.LeaseTimeToLiveResponse]]: ...
 
 def add_LeaseServicer_to_server(servicer: LeaseServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
 

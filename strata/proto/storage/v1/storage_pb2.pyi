@@ -534,20 +534,26 @@ class UpdateRequest(_message.Message):
     KEY_FIELD_NUMBER: _builtins.int
     VALUE_FIELD_NUMBER: _builtins.int
     EXPECTED_RESOURCE_VERSION_FIELD_NUMBER: _builtins.int
+    TTL_SECONDS_FIELD_NUMBER: _builtins.int
     key: _builtins.str
     value: _builtins.bytes
     expected_resource_version: _builtins.int
     """The update succeeds only if the stored object is still at this revision."""
+    ttl_seconds: _builtins.int
+    """Seconds from now until the object expires; 0 means never (whatever TTL it
+    had before goes, as a kube update without a TTL does).
+    """
     def __init__(
         self,
         *,
         key: _builtins.str = ...,
         value: _builtins.bytes = ...,
         expected_resource_version: _builtins.int = ...,
+        ttl_seconds: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["expected_resource_version", b"expected_resource_version", "key", b"key", "value", b"value"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["expected_resource_version", b"expected_resource_version", "key", b"key", "ttl_seconds", b"ttl_seconds", "value", b"value"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
