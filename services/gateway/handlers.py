@@ -360,15 +360,45 @@ class ResourceHandlers:
         dry_run_values = options.get("dryRun", request.query.getall("dryRun", []))
         if not isinstance(dry_run_values, list):
             raise errors.bad_request("DeleteOptions.dryRun must be a list of strings")
+        # The query's garbage-collection choices, unless the body makes its own.
+        if "propagationPolicy" in request.query:
+            options.setdefault("propagationPolicy", request.query["propagationPolicy"])
+        if "orphanDependents" in request.query:
+            orphan = request.query["orphanDependents"]
+            if orphan not in ("true", "false"):
+                raise errors.bad_request(
+                    f'invalid value for orphanDependents: strconv.ParseBool: parsing "{orphan}": '
+                    "invalid syntax"
+                )
+            options.setdefault("orphanDependents", orphan == "true")
         return options, _dry_run([str(v) for v in dry_run_values], "DeleteOptions")
+
+    @staticmethod
+    def _garbage_collection(options: dict[str, Any]) -> dict[str, Any]:
+        """DeleteOptions' propagationPolicy and orphanDependents as the registry
+        takes them (left out when the client left them out)."""
+        fields: dict[str, Any] = {}
+        policy, orphan = options.get("propagationPolicy"), options.get("orphanDependents")
+        if policy is not None:
+            if not isinstance(policy, str):
+                raise errors.bad_request("DeleteOptions.propagationPolicy must be a string")
+            fields["propagation_policy"] = policy
+        if orphan is not None:
+            if not isinstance(orphan, bool):
+                raise errors.bad_request("DeleteOptions.orphanDependents must be a boolean")
+            fields["orphan_dependents"] = orphan
+        return fields
 
     async def _delete_collection(
         self, request: web.Request, ref: registry_pb2.ResourceRef, api: APIResource
     ) -> web.Response:
-        _, dry_run = await self._delete_options(request)
+        options, dry_run = await self._delete_options(request)
         response = await self._registry.DeleteCollection(
             registry_pb2.DeleteCollectionRequest(
-                resource=ref, options=self._list_options(request), dry_run=dry_run
+                resource=ref,
+                options=self._list_options(request),
+                dry_run=dry_run,
+                **self._garbage_collection(options),
             )
         )
         return self._list_body(ref, api, response)
@@ -385,6 +415,7 @@ class ResourceHandlers:
                 precondition_uid=str(preconditions.get("uid") or ""),
                 precondition_resource_version=str(preconditions.get("resourceVersion") or ""),
                 dry_run=dry_run,
+                **self._garbage_collection(options),
             )
         )
         return json_response(response.object)

@@ -10,6 +10,7 @@ import grpc
 from services.registry.aggregation import ClusterRoleAggregation
 from services.registry.allocation import IPRange, PortRange, ServiceAllocations
 from services.registry.bootstrap import bootstrap
+from services.registry.gc import GarbageCollector
 from services.registry.leader import LeaderElection, Timing, default_identity
 from services.registry.namespaces import NamespaceLifecycle
 from services.registry.readiness import storage_readiness
@@ -133,6 +134,7 @@ async def _run(args: argparse.Namespace) -> None:
             NamespaceLifecycle(namespaces, stores).run(),
             AllocationRepair(storage, allocations).run(),
             ClusterRoleAggregation(cluster_roles).run(),
+            GarbageCollector(stores).run(),
         )
 
     async def register(server: grpc.aio.Server) -> None:

@@ -6,11 +6,11 @@ to such a role's rules are overwritten on the next round.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import orjson
 
+from services.registry import rounds
 from services.registry.store import Paging, Rendering, Store
 from strata import telemetry
 from strata.api.errors import StatusError
@@ -51,14 +51,7 @@ class ClusterRoleAggregation:
         self._interval = interval
 
     async def run(self) -> None:
-        while True:
-            try:
-                await self.aggregate_once()
-            except StatusError as e:  # storage trouble: the next round tries again
-                log.warning("clusterrole aggregation round failed", error=e.message)
-            except Exception:  # a bug must not stop the controller for good
-                log.exception("clusterrole aggregation round failed")
-            await asyncio.sleep(self._interval)
+        await rounds.every(self._interval, "clusterrole aggregation", self.aggregate_once)
 
     async def aggregate_once(self) -> None:
         everything = self._cluster_roles.selection("", "", "")

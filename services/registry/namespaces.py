@@ -10,13 +10,11 @@ finalizes those found empty.
 
 from __future__ import annotations
 
-import asyncio
-
 import orjson
 
+from services.registry import rounds
 from services.registry.store import TERMINATING, Paging, Rendering, Store
 from strata import telemetry
-from strata.api.errors import StatusError
 
 FINALIZER = "kubernetes"
 INTERVAL_SECONDS = 0.5
@@ -33,15 +31,11 @@ class NamespaceLifecycle:
         self._interval = interval
 
     async def run(self) -> None:
-        while True:
-            try:
-                for name in await self._terminating():
-                    await self._finish(name)
-            except StatusError as e:  # storage trouble: the next round tries again
-                log.warning("namespace lifecycle round failed", error=e.message)
-            except Exception:  # a bug must not stop the controller for good
-                log.exception("namespace lifecycle round failed")
-            await asyncio.sleep(self._interval)
+        await rounds.every(self._interval, "namespace lifecycle", self.round_once)
+
+    async def round_once(self) -> None:
+        for name in await self._terminating():
+            await self._finish(name)
 
     async def _terminating(self) -> list[str]:
         everything = self._namespaces.selection("", "", "")

@@ -14,11 +14,11 @@ not agree is fixed.
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 
 import orjson
 
+from services.registry import rounds
 from services.registry.allocation import (
     Allocator,
     Owner,
@@ -28,7 +28,7 @@ from services.registry.allocation import (
 )
 from services.registry.resources import SERVICES
 from strata import telemetry
-from strata.storage import KeyExists, ListOptions, Storage, StorageError
+from strata.storage import KeyExists, ListOptions, Storage
 
 INTERVAL_SECONDS = 3.0
 LEAK_ROUNDS = 3
@@ -51,14 +51,7 @@ class AllocationRepair:
         self._leaked: dict[str, Counter[str]] = {}
 
     async def run(self) -> None:
-        while True:
-            try:
-                await self.repair_once()
-            except StorageError as e:  # the next round tries again
-                log.warning("allocation repair round failed", error=e.message)
-            except Exception:  # a bug must not stop the loop for good
-                log.exception("allocation repair round failed")
-            await asyncio.sleep(self._interval)
+        await rounds.every(self._interval, "allocation repair", self.repair_once)
 
     async def repair_once(self) -> None:
         # Allocations before Services: a Service stored after the first read is

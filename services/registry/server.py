@@ -7,6 +7,7 @@ from typing import TypeVar
 
 import grpc
 
+from services.registry.deletion import DeleteOptions
 from services.registry.store import Page, Paging, Rendering, Selection, Store
 from services.registry.watches import Opened, Route, serve_watches
 from strata.api import errors
@@ -123,7 +124,9 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
     ) -> registry_pb2.ListResponse:
         async def delete() -> Page:
             store, selection, paging = self._listing(request.resource, request.options)
-            return await store.delete_collection(selection, paging, dry_run=request.dry_run)
+            return await store.delete_collection(
+                selection, paging, dry_run=request.dry_run, options=_delete_options(request)
+            )
 
         return _list_response(await _answer(context, delete))
 
@@ -170,7 +173,11 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
         body = await _answer(
             context,
             lambda: self._store(ref).delete(
-                ref.namespace, request.name, preconditions, dry_run=request.dry_run
+                ref.namespace,
+                request.name,
+                preconditions,
+                dry_run=request.dry_run,
+                options=_delete_options(request),
             ),
         )
         return registry_pb2.ObjectResponse(object=body)
@@ -204,3 +211,16 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
                 yield message
         finally:
             await frames.aclose()
+
+
+def _delete_options(
+    request: registry_pb2.DeleteRequest | registry_pb2.DeleteCollectionRequest,
+) -> DeleteOptions:
+    return DeleteOptions(
+        propagation_policy=(
+            request.propagation_policy if request.HasField("propagation_policy") else None
+        ),
+        orphan_dependents=(
+            request.orphan_dependents if request.HasField("orphan_dependents") else None
+        ),
+    )

@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from services.registry import tables
+from services.registry.deletion import DeleteOptions
 from services.registry.resources import NAMESPACES, Resource
 from services.registry.strategy import Finish, WriteHooks, assign, check_decodable, lookup
 from strata.api import errors, meta, names
@@ -736,26 +737,37 @@ class Store:
         preconditions: Preconditions | None,
         *,
         dry_run: bool = False,
+        options: DeleteOptions = DeleteOptions(),
     ) -> bytes:
         """The deleted object (or a Success Status, as the resource answers); an
-        object with finalizers is only marked with a deletionTimestamp, and that
-        is the answer, until its last finalizer is removed."""
+        object with finalizers (those options add included) is only marked with
+        a deletionTimestamp, and that is the answer, until its last finalizer is
+        removed."""
         r = self.resource
         self._check_namespace_arg(namespace)
+        options.check()
         if r is NAMESPACES and name in IMMORTAL_NAMESPACES:
             raise errors.forbidden(r.name, name, "this namespace may not be deleted")
         with self._interpreted(name):
-            gone, value = await self._delete(r.key(namespace, name), preconditions, dry_run)
+            gone, value = await self._delete(
+                r.key(namespace, name), preconditions, dry_run, options
+            )
         if not gone or r.return_deleted_object:
             return value
         uid = orjson.loads(value).get("metadata", {}).get("uid", "")
         return orjson.dumps(errors.success(r.name, name, uid, r.group))
 
     async def delete_collection(
-        self, selection: Selection, paging: Paging, *, dry_run: bool = False
+        self,
+        selection: Selection,
+        paging: Paging,
+        *,
+        dry_run: bool = False,
+        options: DeleteOptions = DeleteOptions(),
     ) -> Page:
         """Deletes what the list would return, each as delete does; the objects as
         deleted (or marked). One that went meanwhile is left out."""
+        options.check()
         listed = await self.list(selection, paging, Rendering())
         deleted = []
         for item in listed.items:
@@ -763,7 +775,7 @@ class Store:
             key = self.resource.key(metadata.get("namespace", ""), metadata["name"])
             try:
                 with self._interpreted(metadata["name"]):
-                    _, value = await self._delete(key, None, dry_run)
+                    _, value = await self._delete(key, None, dry_run, options)
             except StatusError as e:
                 if e.reason == "NotFound":
                     continue
@@ -772,7 +784,11 @@ class Store:
         return Page(items=deleted, resource_version=listed.resource_version)
 
     async def _delete(
-        self, key: str, preconditions: Preconditions | None, dry_run: bool
+        self,
+        key: str,
+        preconditions: Preconditions | None,
+        dry_run: bool,
+        options: DeleteOptions,
     ) -> tuple[bool, bytes]:
         """Whether the object went (else it is only marked), and its last state."""
         while True:  # until a write lands on the state it was decided on
@@ -781,11 +797,15 @@ class Store:
                 check_preconditions(current, preconditions)
             obj = orjson.loads(current.value)
             metadata = obj["metadata"]
+            finalizers = metadata.get("finalizers") or []
+            wanted = options.finalizers(finalizers)
+            if wanted != finalizers:
+                metadata["finalizers"] = wanted
             if held(obj, self.resource):
-                if metadata.get("deletionTimestamp"):
+                if metadata.get("deletionTimestamp") and wanted == finalizers:
                     return False, current.value  # marked already: nothing more to do
-                metadata["deletionTimestamp"] = meta.now_rfc3339()
-                metadata["deletionGracePeriodSeconds"] = 0
+                metadata.setdefault("deletionTimestamp", meta.now_rfc3339())
+                metadata.setdefault("deletionGracePeriodSeconds", 0)
                 if self.resource.spec_finalizers:
                     obj.setdefault("status", {})["phase"] = TERMINATING
                 if dry_run:

@@ -266,6 +266,43 @@ def validate_finalizers(finalizers: list[str], field: str = "metadata.finalizers
     return causes
 
 
+def validate_owner_references(
+    references: list[Obj], field: str = "metadata.ownerReferences"
+) -> list[Cause]:
+    """ValidateOwnerReferences: each names what it points at, and at most one is
+    the controller. (kube's field paths here carry no index.)"""
+    causes: list[Cause] = []
+    controller = ""
+    for reference in references:
+        api_version = str(reference.get("apiVersion", ""))
+        parts = api_version.split("/")
+        version = parts[-1] if api_version and len(parts) <= 2 else ""
+        for child, value, empty in (
+            ("apiVersion", api_version, not version),
+            ("kind", reference.get("kind", ""), not reference.get("kind")),
+            ("name", reference.get("name", ""), not reference.get("name")),
+            ("uid", reference.get("uid", ""), not reference.get("uid")),
+        ):
+            if empty:
+                detail = (
+                    "version must not be empty"
+                    if child == "apiVersion"
+                    else f"{child} must not be empty"
+                )
+                causes.append(invalid_value(f"{field}.{child}", value, detail))
+        if reference.get("controller") is True:
+            this = f"{reference.get('kind', '')}/{reference.get('name', '')}"
+            if controller:
+                detail = (
+                    'Only one reference can have Controller set to true. Found "true" in '
+                    f"references for {controller} and {this}"
+                )
+                causes.append(invalid_value(field, references, detail))
+            else:
+                controller = this
+    return causes
+
+
 def validate_object_meta(
     obj: Obj,
     *,
@@ -297,6 +334,7 @@ def validate_object_meta(
     causes.extend(validate_labels(meta.get("labels") or {}))
     causes.extend(validate_annotations(meta.get("annotations") or {}))
     causes.extend(validate_finalizers(meta.get("finalizers") or []))
+    causes.extend(validate_owner_references(meta.get("ownerReferences") or []))
     return causes
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -175,3 +176,75 @@ def test_pagination_and_selectors(core: Any, apps: Any) -> None:
         "cm-4",
         "cm-6",
     }
+
+
+def _eventually_gone(read: Any, *args: str, within: float = 20) -> None:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            read(*args)
+        except ApiException as e:
+            if e.status == 404:
+                return
+            raise
+        time.sleep(0.2)
+    raise AssertionError(f"{args} still there after {within}s")
+
+
+def test_foreground_deletion_and_garbage_collection(core: Any, apps: Any) -> None:
+    namespace = f"py-{uuid.uuid4().hex[:8]}"
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
+    owner = apps.create_namespaced_deployment(namespace, _deployment("owner-", 1))
+    reference = client.V1OwnerReference(
+        api_version="apps/v1",
+        kind="Deployment",
+        name=owner.metadata.name,
+        uid=owner.metadata.uid,
+        block_owner_deletion=True,
+        controller=True,
+    )
+    held = client.V1ConfigMap(
+        metadata=client.V1ObjectMeta(
+            name="held", owner_references=[reference], finalizers=["example.com/hold"]
+        )
+    )
+    core.create_namespaced_config_map(namespace, held)
+    apps.delete_namespaced_deployment(
+        owner.metadata.name, namespace, propagation_policy="Foreground"
+    )
+    # The owner waits, marked, for its blocking dependent, which is being deleted.
+    deadline = time.monotonic() + 20
+    while not core.read_namespaced_config_map("held", namespace).metadata.deletion_timestamp:
+        assert time.monotonic() < deadline, "the dependent was never deleted"
+        time.sleep(0.2)
+    waiting = apps.read_namespaced_deployment(owner.metadata.name, namespace)
+    assert waiting.metadata.finalizers == ["foregroundDeletion"]
+    assert waiting.metadata.deletion_timestamp is not None
+    core.patch_namespaced_config_map("held", namespace, {"metadata": {"finalizers": None}})
+    _eventually_gone(core.read_namespaced_config_map, "held", namespace)
+    _eventually_gone(apps.read_namespaced_deployment, owner.metadata.name, namespace)
+
+    with pytest.raises(ApiException) as raised:
+        apps.delete_namespaced_deployment("absent", namespace, propagation_policy="Sideways")
+    assert raised.value.status == 422
+    assert '"kind":"DeleteOptions"' in (raised.value.body or "").replace(" ", "")
+
+
+def test_namespace_deletion_removes_its_contents(core: Any, apps: Any) -> None:
+    namespace = f"py-{uuid.uuid4().hex[:8]}"
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
+    apps.create_namespaced_deployment(namespace, _deployment("web-", 1))
+    core.create_namespaced_config_map(
+        namespace, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="cfg"))
+    )
+    core.delete_namespace(namespace)
+    with pytest.raises(ApiException) as raised:
+        core.create_namespaced_config_map(
+            namespace, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="late"))
+        )
+    assert raised.value.status == 403
+    assert '"reason":"Forbidden"' in (raised.value.body or "").replace(" ", "")
+    _eventually_gone(core.read_namespace, namespace)
+    assert not core.list_config_map_for_all_namespaces(
+        field_selector=f"metadata.namespace={namespace}"
+    ).items

@@ -516,10 +516,17 @@ class DeleteRequest(_message.Message):
     PRECONDITION_UID_FIELD_NUMBER: _builtins.int
     PRECONDITION_RESOURCE_VERSION_FIELD_NUMBER: _builtins.int
     DRY_RUN_FIELD_NUMBER: _builtins.int
+    PROPAGATION_POLICY_FIELD_NUMBER: _builtins.int
+    ORPHAN_DEPENDENTS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     precondition_uid: _builtins.str
     precondition_resource_version: _builtins.str
     dry_run: _builtins.bool
+    propagation_policy: _builtins.str
+    """DeleteOptions' garbage-collection choices, as the client gave them (unset
+    when it did not).
+    """
+    orphan_dependents: _builtins.bool
     @_builtins.property
     def resource(self) -> Global___ResourceRef: ...
     def __init__(
@@ -530,12 +537,21 @@ class DeleteRequest(_message.Message):
         precondition_uid: _builtins.str = ...,
         precondition_resource_version: _builtins.str = ...,
         dry_run: _builtins.bool = ...,
+        propagation_policy: _builtins.str | None = ...,
+        orphan_dependents: _builtins.bool | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["resource", b"resource"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_orphan_dependents", b"_orphan_dependents", "_propagation_policy", b"_propagation_policy", "orphan_dependents", b"orphan_dependents", "propagation_policy", b"propagation_policy", "resource", b"resource"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["dry_run", b"dry_run", "name", b"name", "precondition_resource_version", b"precondition_resource_version", "precondition_uid", b"precondition_uid", "resource", b"resource"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_orphan_dependents", b"_orphan_dependents", "_propagation_policy", b"_propagation_policy", "dry_run", b"dry_run", "name", b"name", "orphan_dependents", b"orphan_dependents", "precondition_resource_version", b"precondition_resource_version", "precondition_uid", b"precondition_uid", "propagation_policy", b"propagation_policy", "resource", b"resource"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__orphan_dependents: _TypeAlias = _typing.Literal["orphan_dependents"]  # noqa: Y015
+    _WhichOneofArgType__orphan_dependents: _TypeAlias = _typing.Literal["_orphan_dependents", b"_orphan_dependents"]  # noqa: Y015
+    _WhichOneofReturnType__propagation_policy: _TypeAlias = _typing.Literal["propagation_policy"]  # noqa: Y015
+    _WhichOneofArgType__propagation_policy: _TypeAlias = _typing.Literal["_propagation_policy", b"_propagation_policy"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__orphan_dependents) -> _WhichOneofReturnType__orphan_dependents | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__propagation_policy) -> _WhichOneofReturnType__propagation_policy | None: ...
 
 Global___DeleteRequest: _TypeAlias = DeleteRequest  # noqa: Y015
 
@@ -546,7 +562,11 @@ class DeleteCollectionRequest(_message.Message):
     RESOURCE_FIELD_NUMBER: _builtins.int
     OPTIONS_FIELD_NUMBER: _builtins.int
     DRY_RUN_FIELD_NUMBER: _builtins.int
+    PROPAGATION_POLICY_FIELD_NUMBER: _builtins.int
+    ORPHAN_DEPENDENTS_FIELD_NUMBER: _builtins.int
     dry_run: _builtins.bool
+    propagation_policy: _builtins.str
+    orphan_dependents: _builtins.bool
     @_builtins.property
     def resource(self) -> Global___ResourceRef: ...
     @_builtins.property
@@ -557,12 +577,21 @@ class DeleteCollectionRequest(_message.Message):
         resource: Global___ResourceRef | None = ...,
         options: Global___ListOptions | None = ...,
         dry_run: _builtins.bool = ...,
+        propagation_policy: _builtins.str | None = ...,
+        orphan_dependents: _builtins.bool | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options", "resource", b"resource"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_orphan_dependents", b"_orphan_dependents", "_propagation_policy", b"_propagation_policy", "options", b"options", "orphan_dependents", b"orphan_dependents", "propagation_policy", b"propagation_policy", "resource", b"resource"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["dry_run", b"dry_run", "options", b"options", "resource", b"resource"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_orphan_dependents", b"_orphan_dependents", "_propagation_policy", b"_propagation_policy", "dry_run", b"dry_run", "options", b"options", "orphan_dependents", b"orphan_dependents", "propagation_policy", b"propagation_policy", "resource", b"resource"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__orphan_dependents: _TypeAlias = _typing.Literal["orphan_dependents"]  # noqa: Y015
+    _WhichOneofArgType__orphan_dependents: _TypeAlias = _typing.Literal["_orphan_dependents", b"_orphan_dependents"]  # noqa: Y015
+    _WhichOneofReturnType__propagation_policy: _TypeAlias = _typing.Literal["propagation_policy"]  # noqa: Y015
+    _WhichOneofArgType__propagation_policy: _TypeAlias = _typing.Literal["_propagation_policy", b"_propagation_policy"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__orphan_dependents) -> _WhichOneofReturnType__orphan_dependents | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__propagation_policy) -> _WhichOneofReturnType__propagation_policy | None: ...
 
 Global___DeleteCollectionRequest: _TypeAlias = DeleteCollectionRequest  # noqa: Y015
 
