@@ -68,7 +68,8 @@ class ClusterRoleAggregation:
             try:
                 await self._cluster_roles.update("", name, orjson.dumps(role))
             except StatusError as e:
-                if e.reason not in ("Conflict", "NotFound"):  # else: the next round
-                    raise
+                # The next round tries again; the other roles go on meanwhile.
+                if e.reason not in ("Conflict", "NotFound"):
+                    log.warning("cannot aggregate", clusterrole=name, error=e.message)
                 continue
             log.info("aggregated clusterrole rules", clusterrole=name, rules=len(rules))

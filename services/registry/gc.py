@@ -99,8 +99,10 @@ class GarbageCollector:
                 elif node.references() and not node.deleting:
                     await self._collect_if_orphaned(node)
             except StatusError as e:
-                if e.reason not in ("NotFound", "Conflict"):  # else: the next round
-                    raise
+                # One object's trouble must not hold up the others; the next
+                # round looks at it again (NotFound and Conflict: it changed).
+                if e.reason not in ("NotFound", "Conflict"):
+                    log.warning("cannot collect", object=_describe(node), error=e.message)
 
     async def _orphan(self, owner: Node, dependents: list[Node]) -> None:
         for dependent in dependents:
@@ -141,6 +143,8 @@ class GarbageCollector:
         store = self._by_kind.get(kind)
         if store is None:
             return False
+        if store.resource.namespaced and not dependent.namespace:
+            return True  # a cluster-scoped object cannot have a namespaced owner (as kube)
         namespace = dependent.namespace if store.resource.namespaced else ""
         try:
             found = await store.get(namespace, str(reference.get("name", "")), "", Rendering())

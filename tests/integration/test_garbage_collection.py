@@ -185,3 +185,24 @@ async def test_bad_owner_references_are_refused(
         'Only one reference can have Controller set to true. Found "true" in references for '
         "ConfigMap/a and Secret/b"
     )
+
+
+async def test_a_cluster_scoped_dependent_of_a_namespaced_owner_is_collected(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    """Such a reference cannot be satisfied (kube treats the owner as absent),
+    and it holds up nothing else the collector does."""
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    owner = await answer(http, "POST", path, 201, json=configmap("scoped-owner"))
+    roles = "/apis/rbac.authorization.k8s.io/v1/clusterroles"
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": f"{namespace}-owned", "ownerReferences": [reference(owner)]},
+    }
+    await answer(http, "POST", roles, 201, json=role)
+    _, _, dependent = await family(http, namespace, "alongside")
+    await answer(http, "DELETE", f"{path}/alongside-owner", 200)
+    await gone(http, f"{roles}/{namespace}-owned", within=15)
+    await gone(http, dependent, within=15)
+    await answer(http, "GET", f"{path}/scoped-owner", 200)
