@@ -68,11 +68,6 @@ class LeaderElection:
         self._timing = timing or Timing()
         self._observed: Any = None
         self._observed_at = 0.0
-        self._leading = False
-
-    @property
-    def leading(self) -> bool:
-        return self._leading
 
     async def run(self, lead: Callable[[], Coroutine[Any, Any, None]]) -> None:
         """Lead (run lead until leadership is lost) whenever this candidate holds
@@ -80,13 +75,11 @@ class LeaderElection:
         try:
             while True:
                 await self._acquire()
-                self._leading = True
                 log.info("became leader", lease=self._name, identity=self.identity)
                 leading = asyncio.create_task(lead(), name=f"leading {self._name}")
                 try:
                     await self._renew(leading)
                 finally:
-                    self._leading = False
                     leading.cancel()
                     await asyncio.gather(leading, return_exceptions=True)
                 log.warning("lost leadership", lease=self._name, identity=self.identity)
@@ -132,9 +125,7 @@ class LeaderElection:
             "leaseTransitions": 0,
         }
         try:
-            lease = orjson.loads(
-                await self._leases.get(LEASE_NAMESPACE, self._name, "", Rendering())
-            )
+            lease = await self._read()
         except StatusError as e:
             if e.reason != "NotFound":
                 log.warning("cannot read the lease", lease=self._name, error=e.message)
@@ -154,6 +145,13 @@ class LeaderElection:
         else:
             record["leaseTransitions"] = transitions + 1
         return await self._write(lease, record)
+
+    async def _read(self) -> dict[str, Any]:
+        """The Lease as it is now (a consistent read)."""
+        lease: dict[str, Any] = orjson.loads(
+            await self._leases.get(LEASE_NAMESPACE, self._name, "", Rendering())
+        )
+        return lease
 
     async def _write(self, lease: dict[str, Any] | None, spec: dict[str, Any]) -> bool:
         """Create the Lease, or update the one read (at the revision read)."""
@@ -183,9 +181,7 @@ class LeaderElection:
     async def _release(self) -> None:
         """Give the Lease up if held (client-go's ReleaseOnCancel)."""
         try:
-            lease = orjson.loads(
-                await self._leases.get(LEASE_NAMESPACE, self._name, "", Rendering())
-            )
+            lease = await self._read()
             spec = lease.get("spec") or {}
             if spec.get("holderIdentity") != self.identity:
                 return

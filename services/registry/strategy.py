@@ -277,19 +277,13 @@ def validate_owner_references(
         api_version = str(reference.get("apiVersion", ""))
         parts = api_version.split("/")
         version = parts[-1] if api_version and len(parts) <= 2 else ""
-        for child, value, empty in (
-            ("apiVersion", api_version, not version),
-            ("kind", reference.get("kind", ""), not reference.get("kind")),
-            ("name", reference.get("name", ""), not reference.get("name")),
-            ("uid", reference.get("uid", ""), not reference.get("uid")),
-        ):
-            if empty:
-                detail = (
-                    "version must not be empty"
-                    if child == "apiVersion"
-                    else f"{child} must not be empty"
-                )
-                causes.append(invalid_value(f"{field}.{child}", value, detail))
+        if not version:
+            detail = "version must not be empty"
+            causes.append(invalid_value(f"{field}.apiVersion", api_version, detail))
+        for child in ("kind", "name", "uid"):
+            if not reference.get(child):
+                detail = f"{child} must not be empty"
+                causes.append(invalid_value(f"{field}.{child}", reference.get(child, ""), detail))
         if reference.get("controller") is True:
             this = f"{reference.get('kind', '')}/{reference.get('name', '')}"
             if controller:

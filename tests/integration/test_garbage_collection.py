@@ -21,6 +21,7 @@ from tests.support.registry_tester import (
     new_namespace,
     refused,
     unsupported,
+    until,
 )
 
 
@@ -49,16 +50,6 @@ async def family(
     metadata = {"ownerReferences": [reference(owner, **fields)]}
     await answer(http, "POST", path, 201, json=configmap(f"{name}-dependent", metadata))
     return path, owner, f"{path}/{name}-dependent"
-
-
-async def until(http: aiohttp.ClientSession, path: str, check: Any) -> Obj:
-    """The object at path once check(object) holds."""
-    async with asyncio.timeout(15):
-        while True:
-            found = await answer(http, "GET", path, 200)
-            if check(found):
-                return found
-            await asyncio.sleep(0.1)
 
 
 async def test_dependents_follow_their_owner_by_default(

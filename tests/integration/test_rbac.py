@@ -4,7 +4,6 @@ the default policy the registry bootstraps, storage keys and Table columns."""
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from typing import Any
 
@@ -22,6 +21,7 @@ from tests.support.registry_tester import (
     refused,
     required,
     unsupported,
+    until,
 )
 
 RBAC = "/apis/rbac.authorization.k8s.io/v1"
@@ -287,17 +287,10 @@ async def test_a_rule_of_the_wrong_type_is_a_bad_request(
     )
 
 
-async def _rules_of(http: aiohttp.ClientSession, name: str, want: list[Obj]) -> list[Obj]:
-    """The rules of a ClusterRole once they are want (the controller's work is
-    asynchronous); the last seen if they never become so."""
-    rules: list[Obj] = []
-    async with asyncio.timeout(10):
-        while rules != want:
-            found = await answer(http, "GET", f"{RBAC}/clusterroles/{name}", 200)
-            rules = found.get("rules") or []
-            if rules != want:
-                await asyncio.sleep(0.1)
-    return rules
+async def _rules_become(http: aiohttp.ClientSession, name: str, want: list[Obj]) -> None:
+    """Return once a ClusterRole's rules are want."""
+    path = f"{RBAC}/clusterroles/{name}"
+    await until(http, path, lambda role: (role.get("rules") or []) == want, within=10)
 
 
 async def test_aggregated_cluster_roles_gather_the_rules_they_select(
@@ -315,7 +308,7 @@ async def test_aggregated_cluster_roles_gather_the_rules_they_select(
         aggregationRule={"clusterRoleSelectors": [{"matchLabels": {label: "true"}}]},
     )
     await answer(http, "POST", roles, 201, json=aggregate)
-    await _rules_of(http, f"{prefix}-all", [])
+    await _rules_become(http, f"{prefix}-all", [])
     # In name order, each rule once; roles not selected do not count.
     second = role(f"{prefix}-b", read, write, kind="ClusterRole")
     second["metadata"]["labels"] = {label: "true"}
@@ -324,11 +317,11 @@ async def test_aggregated_cluster_roles_gather_the_rules_they_select(
     first["metadata"]["labels"] = {label: "true"}
     await answer(http, "POST", roles, 201, json=first)
     await answer(http, "POST", roles, 201, json=role(f"{prefix}-c", RULE, kind="ClusterRole"))
-    await _rules_of(http, f"{prefix}-all", [write, read])
+    await _rules_become(http, f"{prefix}-all", [write, read])
     # A selected role's change and removal reach the aggregate.
     await answer(http, "DELETE", f"{roles}/{prefix}-a", 200)
     await answer(http, "DELETE", f"{roles}/{prefix}-b", 200)
-    await _rules_of(http, f"{prefix}-all", [])
+    await _rules_become(http, f"{prefix}-all", [])
 
 
 async def test_the_default_policy_is_bootstrapped(http: aiohttp.ClientSession) -> None:
@@ -344,11 +337,10 @@ async def test_the_default_policy_is_bootstrapped(http: aiohttp.ClientSession) -
     # edit aggregates view, admin aggregates edit: each holds the rules below it.
     rules: dict[str, list[Obj]] = {}
     for name in ("view", "edit", "admin"):
-        async with asyncio.timeout(10):
-            while not rules.get(name):
-                found = await answer(http, "GET", f"{RBAC}/clusterroles/{name}", 200)
-                rules[name] = found.get("rules") or []
-                await asyncio.sleep(0.1)
+        found = await until(
+            http, f"{RBAC}/clusterroles/{name}", lambda role: role.get("rules"), within=10
+        )
+        rules[name] = found["rules"]
     assert all(rule in rules["edit"] for rule in rules["view"])
     assert all(rule in rules["admin"] for rule in rules["edit"])
     assert not any("secrets" in r.get("resources", []) for r in rules["view"])

@@ -111,6 +111,19 @@ async def gone(http: aiohttp.ClientSession, path: str, within: float = 30) -> No
             await asyncio.sleep(0.1)
 
 
+async def until(
+    http: aiohttp.ClientSession, path: str, check: Callable[[Obj], Any], within: float = 15
+) -> Obj:
+    """The object at path once check(object) holds (a controller's work is
+    asynchronous)."""
+    async with asyncio.timeout(within):
+        while True:
+            found = await answer(http, "GET", path, 200)
+            if check(found):
+                return found
+            await asyncio.sleep(0.1)
+
+
 async def answer(
     http: aiohttp.ClientSession, method: str, path: str, code: int, **kwargs: Any
 ) -> Obj:
