@@ -8,9 +8,15 @@ import hashlib
 import time
 from typing import Any
 
+import grpc
+
+from strata.api.wire import status_from_rpc_error
 from strata.proto.registry.v1 import registry_pb2, registry_pb2_grpc
 
-REFRESH_SECONDS = 1.0
+REFRESH_SECONDS = 0.25
+# Discovery of a group version not known looks again, at most this often (a
+# CRD established a moment ago is discovered at once).
+MISS_REFRESH_SECONDS = 0.05
 APIResource = registry_pb2.APIResource
 
 
@@ -43,15 +49,30 @@ class Catalog:
         self._resources: dict[tuple[str, str, str], APIResource] = {}
         self._fetched = float("-inf")
 
-    async def resources(self) -> dict[tuple[str, str, str], APIResource]:
-        if time.monotonic() - self._fetched > REFRESH_SECONDS:
+    async def resources(
+        self, max_age: float = REFRESH_SECONDS
+    ) -> dict[tuple[str, str, str], APIResource]:
+        if time.monotonic() - self._fetched > max_age:
             response = await self._registry.ListResources(registry_pb2.ListResourcesRequest())
             self._resources = {(r.group, r.version, r.name): r for r in response.resources}
             self._fetched = time.monotonic()
         return self._resources
 
     async def lookup(self, group: str, version: str, resource: str) -> APIResource | None:
-        return (await self.resources()).get((group, version, resource))
+        """What serves a resource; one the list does not know yet is asked for."""
+        key = (group, version, resource)
+        found = (await self.resources()).get(key)
+        if found is not None:
+            return found
+        ref = registry_pb2.ResourceRef(group=group, version=version, resource=resource)
+        try:
+            found = await self._registry.GetResource(ref)
+        except grpc.aio.AioRpcError as e:
+            if status_from_rpc_error(e).reason == "NotFound":
+                return None
+            raise
+        self._resources[key] = found
+        return found
 
     async def group_versions(self) -> dict[str, list[str]]:
         groups: dict[str, list[str]] = {}
@@ -80,12 +101,13 @@ class Catalog:
         return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
 
     async def resource_list(self, group: str, version: str) -> dict[str, Any] | None:
-        selected = [
-            r
-            for (g, v, _), r in sorted((await self.resources()).items())
-            if (g, v) == (group, version)
-        ]
-        if not selected:
+        selected = []
+        for max_age in (REFRESH_SECONDS, MISS_REFRESH_SECONDS):
+            known = await self.resources(max_age)
+            selected = [r for (g, v, _), r in sorted(known.items()) if (g, v) == (group, version)]
+            if selected:
+                break
+        else:
             return None
         resources = []
         for r in selected:

@@ -31,6 +31,20 @@ def json_response(body: bytes, status: int = 200) -> web.Response:
     return web.Response(body=body, status=status, content_type=JSON)
 
 
+def warning_header(text: str) -> str:
+    """A Warning header value as kube-apiserver writes one (code 299, no agent)."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return f'299 - "{escaped}"'
+
+
+def object_response(answer: registry_pb2.ObjectResponse, status: int = 200) -> web.Response:
+    """The registry's object, with the warnings the request earned."""
+    response = json_response(answer.object, status)
+    for text in answer.warnings:
+        response.headers.add("Warning", warning_header(text))
+    return response
+
+
 def status_response(error: StatusError) -> web.Response:
     response = json_response(error.to_json(), error.code)
     if error.retry_after_seconds is not None:
@@ -126,13 +140,13 @@ class ResourceHandlers:
             created = await self._registry.Create(
                 registry_pb2.CreateRequest(resource=ref, body=body, dry_run=dry_run)
             )
-            return json_response(created.object, 201)
+            return object_response(created, 201)
         if method == "PUT" and info.name:
             self._require(api, "update", info)
             return await self._update(request, ref, info)
         if method == "PATCH" and info.name:
             self._require(api, "patch", info)
-            return await self._patch(request, ref, info)
+            return await self._patch(request, ref, info, api)
         if method == "DELETE" and info.name:
             self._require(api, "delete", info)
             return await self._delete(request, ref, info.name)
@@ -163,7 +177,7 @@ class ResourceHandlers:
             return await self._update(request, ref, info)
         if request.method == "PATCH":
             self._require(api, "patch", info)
-            return await self._patch(request, ref, info)
+            return await self._patch(request, ref, info, api)
         raise errors.method_not_allowed(request.method, f"{info.resource}/{info.subresource}")
 
     async def _update(
@@ -183,18 +197,25 @@ class ResourceHandlers:
                 subresource=info.subresource,
             )
         )
-        return json_response(updated.object)
+        return object_response(updated)
 
     async def _patch(
-        self, request: web.Request, ref: registry_pb2.ResourceRef, info: paths.RequestInfo
+        self,
+        request: web.Request,
+        ref: registry_pb2.ResourceRef,
+        info: paths.RequestInfo,
+        api: APIResource,
     ) -> web.Response:
         """kube's patcher: the patch applied to the current object and written
         back at the resourceVersion it was read at, again on a conflict with a
         concurrent write unless the patch itself named a resourceVersion (as the
         store's GuaranteedUpdate would: each retry means another write landed)."""
         content_type = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
-        if content_type not in patches.SUPPORTED:
-            raise errors.unsupported_media_type(request.headers.get("Content-Type", ""))
+        # As kube, custom resources take no strategic merge patches: they have no
+        # Go types to read merge keys from.
+        accepted = patches.FOR_CUSTOM if api.custom else patches.SUPPORTED
+        if content_type not in accepted:
+            raise errors.unsupported_media_type(request.headers.get("Content-Type", ""), accepted)
         patch = await request.read()
         dry_run = _dry_run(request.query.getall("dryRun", []), "PatchOptions")
         while True:
@@ -222,7 +243,7 @@ class ResourceHandlers:
                 if status.reason != "Conflict" or pinned:
                     raise status from None
                 continue
-            return json_response(updated.object)
+            return object_response(updated)
 
     @staticmethod
     def _require(api: APIResource, verb: str, info: paths.RequestInfo) -> None:
@@ -293,7 +314,7 @@ class ResourceHandlers:
         if response.HasField("remaining_item_count"):
             list_meta["remainingItemCount"] = response.remaining_item_count
         head = orjson.dumps(
-            {"kind": f"{api.kind}List", "apiVersion": api_version, "metadata": list_meta}
+            {"kind": api.list_kind, "apiVersion": api_version, "metadata": list_meta}
         )
         body = head[:-1] + b',"items":[' + b",".join(response.items) + b"]}"
         return json_response(body)
@@ -418,4 +439,4 @@ class ResourceHandlers:
                 **self._garbage_collection(options),
             )
         )
-        return json_response(response.object)
+        return object_response(response)

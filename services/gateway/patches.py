@@ -26,6 +26,7 @@ MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
 SUPPORTED = (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH)
+FOR_CUSTOM = (JSON_PATCH, MERGE_PATCH)
 
 _CONTAINER_LISTS = {"ports": "containerPort", "env": "name", "volumeMounts": "mountPath"}
 _POD_SPEC_LISTS = {

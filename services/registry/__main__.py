@@ -10,6 +10,7 @@ import grpc
 from services.registry.aggregation import ClusterRoleAggregation
 from services.registry.allocation import IPRange, PortRange, ServiceAllocations
 from services.registry.bootstrap import bootstrap
+from services.registry.crd_controllers import CRDCleanup, CRDNaming
 from services.registry.gc import GarbageCollector
 from services.registry.leader import LeaderElection, Timing, default_identity
 from services.registry.namespaces import NamespaceLifecycle
@@ -19,11 +20,13 @@ from services.registry.resources import (
     BUILT_IN,
     CLUSTER_ROLE_BINDINGS,
     CLUSTER_ROLES,
+    CUSTOM_RESOURCE_DEFINITIONS,
     EVENTS,
     LEASES,
     NAMESPACES,
     SERVICES,
 )
+from services.registry.served import ServedStores
 from services.registry.server import RegistryServicer
 from services.registry.store import Store
 from strata import service, telemetry
@@ -127,19 +130,23 @@ async def _run(args: argparse.Namespace) -> None:
     ]
     store_of = {s.resource.name: s for s in stores}
     namespaces, cluster_roles = store_of[NAMESPACES.name], store_of[CLUSTER_ROLES.name]
+    definitions = store_of[CUSTOM_RESOURCE_DEFINITIONS.name]
+    served = ServedStores(stores, storage)
 
     async def lead() -> None:
         """The controllers, run by one replica at a time."""
         await asyncio.gather(
-            NamespaceLifecycle(namespaces, stores).run(),
+            NamespaceLifecycle(namespaces, served.distinct).run(),
             AllocationRepair(storage, allocations).run(),
             ClusterRoleAggregation(cluster_roles).run(),
-            GarbageCollector(stores).run(),
+            GarbageCollector(served).run(),
+            CRDNaming(definitions).run(),
+            CRDCleanup(definitions, storage).run(),
         )
 
     async def register(server: grpc.aio.Server) -> None:
         await bootstrap(namespaces, cluster_roles, store_of[CLUSTER_ROLE_BINDINGS.name])
-        registry_pb2_grpc.add_RegistryServicer_to_server(RegistryServicer(stores, storage), server)
+        registry_pb2_grpc.add_RegistryServicer_to_server(RegistryServicer(served, storage), server)
         if args.leader_elect == "true":
             election = LeaderElection(
                 store_of[LEASES.name], LEASE_NAME, default_identity(), args.timing

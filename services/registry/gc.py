@@ -23,6 +23,7 @@ import orjson
 
 from services.registry import rounds
 from services.registry.deletion import FOREGROUND_FINALIZER, ORPHAN_FINALIZER
+from services.registry.served import ServedStores
 from services.registry.store import Paging, Rendering, Store
 from strata import telemetry
 from strata.api.errors import StatusError
@@ -66,9 +67,9 @@ class Node:
 
 
 class GarbageCollector:
-    def __init__(self, stores: list[Store], interval: float = INTERVAL_SECONDS) -> None:
-        self._stores = stores
-        self._by_kind = {(s.resource.api_version, s.resource.kind): s for s in stores}
+    def __init__(self, served: ServedStores, interval: float = INTERVAL_SECONDS) -> None:
+        self._served = served
+        self._by_kind: dict[tuple[str, str], Store] = {}
         self._interval = interval
 
     async def run(self) -> None:
@@ -76,7 +77,10 @@ class GarbageCollector:
 
     async def collect_once(self) -> None:
         nodes: list[Node] = []
-        for store in self._stores:
+        # Owners by any version served; objects once each, at the version stored.
+        every = await self._served.every()
+        self._by_kind = {(s.resource.api_version, s.resource.kind): s for s in every}
+        for store in await self._served.distinct():
             everything = store.selection("", "", "")
             page = await store.list(everything, Paging(resource_version="0"), Rendering())
             # Only owned objects and objects being deleted matter; the rest are

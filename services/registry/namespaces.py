@@ -10,6 +10,8 @@ finalizes those found empty.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 import orjson
 
 from services.registry import rounds
@@ -24,10 +26,14 @@ log = telemetry.get_logger("strata.registry.namespaces")
 
 class NamespaceLifecycle:
     def __init__(
-        self, namespaces: Store, stores: list[Store], interval: float = INTERVAL_SECONDS
+        self,
+        namespaces: Store,
+        stores: Callable[[], Awaitable[list[Store]]],
+        interval: float = INTERVAL_SECONDS,
     ) -> None:
         self._namespaces = namespaces
-        self._contents = [s for s in stores if s.resource.namespaced]
+        # Every kind of object stored, custom resources included, as it is now.
+        self._stores = stores
         self._interval = interval
 
     async def run(self) -> None:
@@ -50,11 +56,11 @@ class NamespaceLifecycle:
 
     async def _finish(self, namespace: str) -> None:
         left = 0
-        for store in self._contents:
+        for store in [s for s in await self._stores() if s.resource.namespaced]:
             selection = store.selection(namespace, "", "")
             await store.delete_collection(selection, Paging())
             left += len((await store.list(selection, Paging(limit=1), Rendering())).items)
         if left:
             return  # objects with finalizers still hold it: the next round looks again
-        await self._namespaces.remove_spec_finalizer("", namespace, FINALIZER)
+        await self._namespaces.remove_finalizer("", namespace, FINALIZER, spec=True)
         log.info("namespace emptied and finalized", namespace=namespace)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.registry import apps, events, rbac, services
+from services.registry import apps, crds, events, rbac, services
 from services.registry.coordination import LeaseStrategy
 from services.registry.secrets import SecretStrategy, ServiceAccountStrategy
 from services.registry.strategy import (
@@ -86,6 +86,19 @@ class Resource:
     # status keep everything else.
     status: StatusStrategy | None = None
     scale: ScaleRules | None = None
+    # A custom resource's: served from a CRD (no strategic merge patches).
+    custom: bool = False
+    list_kind: str = ""
+    # The version objects are stored at, when not this one (a CRD's storage
+    # version): writes convert to it and reads back, changing only apiVersion.
+    storage_version: str = ""
+    # What a request's object goes through right after decoding, before the
+    # strategy sees it (a custom resource's pruning and defaulting).
+    normalize: Callable[[Obj], None] | None = None
+    # A finalizer every deletion puts on (a CRD's cleanup of its custom
+    # resources), and what else marking one for deletion changes.
+    deletion_finalizer: str = ""
+    on_delete: Callable[[Obj], None] | None = None
 
     @property
     def subresources(self) -> tuple[str, ...]:
@@ -94,6 +107,12 @@ class Resource:
     @property
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def storage_api_version(self) -> str:
+        if not self.storage_version:
+            return self.api_version
+        return f"{self.group}/{self.storage_version}" if self.group else self.storage_version
 
     def key_prefix(self, namespace: str = "") -> str:
         base = key_root(self.group, self.name)
@@ -575,6 +594,23 @@ CLUSTER_ROLE_BINDINGS = _rbac(
     ),
 )
 
+_CRD_STRATEGY = crds.CRDStrategy()
+CUSTOM_RESOURCE_DEFINITIONS = Resource(
+    group=crds.GROUP,
+    version="v1",
+    name="customresourcedefinitions",
+    singular="customresourcedefinition",
+    kind="CustomResourceDefinition",
+    namespaced=False,
+    strategy=_CRD_STRATEGY,
+    status=_CRD_STRATEGY,
+    short_names=("crd", "crds"),
+    categories=("api-extensions",),
+    columns=(NAME_COLUMN, CREATED_AT_COLUMN),
+    deletion_finalizer=crds.CLEANUP_FINALIZER,
+    on_delete=crds.mark_terminating,
+)
+
 BUILT_IN = (
     NAMESPACES,
     CONFIGMAPS,
@@ -589,4 +625,5 @@ BUILT_IN = (
     CLUSTER_ROLES,
     ROLE_BINDINGS,
     CLUSTER_ROLE_BINDINGS,
+    CUSTOM_RESOURCE_DEFINITIONS,
 )

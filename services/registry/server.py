@@ -7,10 +7,11 @@ from typing import TypeVar
 
 import grpc
 
+from services.registry import warnings
 from services.registry.deletion import DeleteOptions
+from services.registry.served import ServedStores
 from services.registry.store import Page, Paging, Rendering, Selection, Store
 from services.registry.watches import Opened, Route, serve_watches
-from strata.api import errors
 from strata.api.errors import StatusError
 from strata.api.wire import abort_with_status
 from strata.proto.registry.v1 import registry_pb2, registry_pb2_grpc
@@ -27,6 +28,33 @@ async def _answer(context: Context, call: Callable[[], Awaitable[T]]) -> T:
     except StatusError as e:
         await abort_with_status(context, e)
         raise
+
+
+async def _object(
+    context: Context, call: Callable[[], Awaitable[bytes]]
+) -> registry_pb2.ObjectResponse:
+    """The object call answers, with the warnings it gave on the way."""
+    with warnings.collecting() as given:
+        body = await _answer(context, call)
+    return registry_pb2.ObjectResponse(object=body, warnings=given)
+
+
+def _api_resource(store: Store) -> registry_pb2.APIResource:
+    r = store.resource
+    return registry_pb2.APIResource(
+        group=r.group,
+        version=r.version,
+        name=r.name,
+        singular_name=r.singular,
+        kind=r.kind,
+        namespaced=r.namespaced,
+        verbs=r.verbs,
+        short_names=r.short_names,
+        categories=r.categories,
+        subresources=r.subresources,
+        custom=r.custom,
+        list_kind=r.list_kind or f"{r.kind}List",
+    )
 
 
 def _rendering(message: registry_pb2.Rendering) -> Rendering:
@@ -51,62 +79,51 @@ def _send_initial_events(options: registry_pb2.ListOptions) -> bool | None:
 
 
 class RegistryServicer(registry_pb2_grpc.RegistryServicer):
-    def __init__(self, stores: list[Store], storage: GrpcStorage) -> None:
+    def __init__(self, served: ServedStores, storage: GrpcStorage) -> None:
         self._storage = storage
-        self._stores = {(s.resource.group, s.resource.version, s.resource.name): s for s in stores}
+        self._served = served
 
-    def _store(self, ref: registry_pb2.ResourceRef) -> Store:
-        store = self._stores.get((ref.group, ref.version, ref.resource))
-        if store is None:
-            raise errors.path_not_found()
-        return store
+    async def _store(self, ref: registry_pb2.ResourceRef) -> Store:
+        return await self._served.lookup(ref.group, ref.version, ref.resource)
 
     async def ListResources(
         self, request: registry_pb2.ListResourcesRequest, context: Context
     ) -> registry_pb2.ListResourcesResponse:
-        return registry_pb2.ListResourcesResponse(
-            resources=[
-                registry_pb2.APIResource(
-                    group=s.resource.group,
-                    version=s.resource.version,
-                    name=s.resource.name,
-                    singular_name=s.resource.singular,
-                    kind=s.resource.kind,
-                    namespaced=s.resource.namespaced,
-                    verbs=s.resource.verbs,
-                    short_names=s.resource.short_names,
-                    categories=s.resource.categories,
-                    subresources=s.resource.subresources,
-                )
-                for s in self._stores.values()
-            ]
-        )
+        stores = await _answer(context, self._served.every)
+        return registry_pb2.ListResourcesResponse(resources=[_api_resource(s) for s in stores])
+
+    async def GetResource(
+        self, request: registry_pb2.ResourceRef, context: Context
+    ) -> registry_pb2.APIResource:
+        return _api_resource(await _answer(context, lambda: self._store(request)))
 
     async def Create(
         self, request: registry_pb2.CreateRequest, context: Context
     ) -> registry_pb2.ObjectResponse:
         ref = request.resource
-        body = await _answer(
-            context,
-            lambda: self._store(ref).create(ref.namespace, request.body, dry_run=request.dry_run),
-        )
-        return registry_pb2.ObjectResponse(object=body)
+
+        async def create() -> bytes:
+            store = await self._store(ref)
+            return await store.create(ref.namespace, request.body, dry_run=request.dry_run)
+
+        return await _object(context, create)
 
     async def Get(
         self, request: registry_pb2.GetRequest, context: Context
     ) -> registry_pb2.ObjectResponse:
         ref = request.resource
-        body = await _answer(
-            context,
-            lambda: self._store(ref).get(
+
+        async def get() -> bytes:
+            store = await self._store(ref)
+            return await store.get(
                 ref.namespace,
                 request.name,
                 request.resource_version,
                 _rendering(request.rendering),
                 request.subresource,
-            ),
-        )
-        return registry_pb2.ObjectResponse(object=body)
+            )
+
+        return await _object(context, get)
 
     async def List(
         self, request: registry_pb2.ListRequest, context: Context
@@ -114,7 +131,7 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
         options = request.options
 
         async def list_() -> Page:
-            store, selection, paging = self._listing(request.resource, options)
+            store, selection, paging = await self._listing(request.resource, options)
             return await store.list(selection, paging, _rendering(options.rendering))
 
         return _list_response(await _answer(context, list_))
@@ -123,17 +140,17 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
         self, request: registry_pb2.DeleteCollectionRequest, context: Context
     ) -> registry_pb2.ListResponse:
         async def delete() -> Page:
-            store, selection, paging = self._listing(request.resource, request.options)
+            store, selection, paging = await self._listing(request.resource, request.options)
             return await store.delete_collection(
                 selection, paging, dry_run=request.dry_run, options=_delete_options(request)
             )
 
         return _list_response(await _answer(context, delete))
 
-    def _listing(
+    async def _listing(
         self, ref: registry_pb2.ResourceRef, options: registry_pb2.ListOptions
     ) -> tuple[Store, Selection, Paging]:
-        store = self._store(ref)
+        store = await self._store(ref)
         selection = store.selection(ref.namespace, options.label_selector, options.field_selector)
         paging = Paging(
             resource_version=options.resource_version,
@@ -148,17 +165,18 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
         self, request: registry_pb2.UpdateRequest, context: Context
     ) -> registry_pb2.ObjectResponse:
         ref = request.resource
-        body = await _answer(
-            context,
-            lambda: self._store(ref).update(
+
+        async def update() -> bytes:
+            store = await self._store(ref)
+            return await store.update(
                 ref.namespace,
                 request.name,
                 request.body,
                 dry_run=request.dry_run,
                 subresource=request.subresource,
-            ),
-        )
-        return registry_pb2.ObjectResponse(object=body)
+            )
+
+        return await _object(context, update)
 
     async def Delete(
         self, request: registry_pb2.DeleteRequest, context: Context
@@ -170,21 +188,22 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
                 resource_version=request.precondition_resource_version,
             )
         ref = request.resource
-        body = await _answer(
-            context,
-            lambda: self._store(ref).delete(
+
+        async def delete() -> bytes:
+            store = await self._store(ref)
+            return await store.delete(
                 ref.namespace,
                 request.name,
                 preconditions,
                 dry_run=request.dry_run,
                 options=_delete_options(request),
-            ),
-        )
-        return registry_pb2.ObjectResponse(object=body)
+            )
 
-    def _watch_target(self, request: registry_pb2.WatchRequest) -> Opened:
+        return await _object(context, delete)
+
+    async def _watch_target(self, request: registry_pb2.WatchRequest) -> Opened:
         """Where a watch goes; raises the Status that refuses it."""
-        store = self._store(request.resource)
+        store = await self._store(request.resource)
         options = request.options
         selection = store.selection(
             request.resource.namespace, options.label_selector, options.field_selector

@@ -215,7 +215,8 @@ def decode_body(body: bytes, resource: Resource) -> Obj:
             not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values())
         ):
             raise errors.bad_request(f"metadata.{field} must be a map of string to string")
-    for field in ("data", "binaryData"):
+    # ConfigMaps' and Secrets' maps of strings (a custom resource's are its schema's).
+    for field in ("data", "binaryData") if not resource.group else ():
         value = obj.get(field)
         if value is not None and (
             not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values())
@@ -260,6 +261,33 @@ class Store:
         # Every write (creates and updates alike) stores the object for this
         # long from then (kube's TTLFunc; events), 0 for ever.
         self._ttl = ttl_seconds
+        self._converts = resource.storage_api_version != resource.api_version
+
+    # --- versions ----------------------------------------------------------------
+
+    def _decode(self, body: bytes) -> Obj:
+        """A request body as an object of this resource, normalized."""
+        obj = decode_body(body, self.resource)
+        if self.resource.normalize is not None:
+            self.resource.normalize(obj)
+        return obj
+
+    def _encoded(self, obj: Obj) -> bytes:
+        """obj as storage keeps it: at the storage version."""
+        if self._converts:
+            obj = {**obj, "apiVersion": self.resource.storage_api_version}
+        return orjson.dumps(obj)
+
+    def _loaded(self, value: bytes) -> Obj:
+        """A stored object at the version served here."""
+        obj: Obj = orjson.loads(value)
+        if self._converts:
+            obj["apiVersion"] = self.resource.api_version
+        return obj
+
+    def _served(self, value: bytes) -> bytes:
+        """A stored object's JSON at the version served here."""
+        return orjson.dumps(self._loaded(value)) if self._converts else value
 
     # --- error interpretation --------------------------------------------------
 
@@ -356,7 +384,7 @@ class Store:
         resourceVersion), after every check a real create makes."""
         r = self.resource
         self._check_namespace_arg(namespace)
-        obj = decode_body(body, r)
+        obj = self._decode(body)
         metadata = obj["metadata"]
         if r.namespaced:
             if metadata.get("namespace") and metadata["namespace"] != namespace:
@@ -398,9 +426,9 @@ class Store:
                         await self._refuse_taken(key)
                         return orjson.dumps(obj)
                     stored = await self._storage.create(
-                        key, orjson.dumps(obj), ttl_seconds=self._ttl
+                        key, self._encoded(obj), ttl_seconds=self._ttl
                     )
-                return stored.value
+                return self._served(stored.value)
             except StatusError as e:
                 if (
                     not generate
@@ -464,11 +492,12 @@ class Store:
             obj = await self._storage.get(
                 self.resource.key(namespace, name), GetOptions(resource_version=resource_version)
             )
+        value = self._served(obj.value)
         if subresource == "scale":
-            return orjson.dumps(self._scale_of(orjson.loads(obj.value)))
+            return orjson.dumps(self._scale_of(orjson.loads(value)))
         if rendering.as_table:
-            return tables.table(self.resource, [obj.value], "", rendering.include_object)
-        return obj.value
+            return tables.table(self.resource, [value], "", rendering.include_object)
+        return value
 
     def selection(self, namespace: str, label_selector: str, field_selector: str) -> Selection:
         return Selection(
@@ -499,7 +528,7 @@ class Store:
                     predicate=selection.predicate,
                 ),
             )
-        items = [o.value for o in result.items]
+        items = [self._served(o.value) for o in result.items]
         page = Page(
             items=items,
             resource_version=result.resource_version,
@@ -553,7 +582,7 @@ class Store:
         """A storage event as the watch stream carries it."""
         if event.type == storage_pb2.WatchEvent.BOOKMARK:
             return WatchItem(type="BOOKMARK", object=self._bookmark(event))
-        value = event.object.value
+        value = self._served(event.object.value)
         if rendering.as_table:
             value = tables.table(self.resource, [value], "", rendering.include_object)
         return WatchItem(type=_EVENT_TYPES[event.type], object=value)
@@ -609,7 +638,7 @@ class Store:
                 return new
 
         else:
-            obj = decode_body(body, r)
+            obj = self._decode(body)
             self._check_names(obj["metadata"], namespace, name)
             requested_rv = str(obj["metadata"].get("resourceVersion", ""))
             if subresource == "status":
@@ -626,7 +655,7 @@ class Store:
         async def apply(current: storage_pb2.Object) -> bytes:
             if requested_rv and requested_rv != str(current.resource_version):
                 raise Conflict(current.key, "stale resourceVersion")
-            old = orjson.loads(current.value)
+            old = self._loaded(current.value)
             new = build(old)
             if subresource == "status":
                 assert r.status is not None
@@ -638,7 +667,7 @@ class Store:
                 raise errors.invalid(r.kind, name, causes, r.group)
             if self._hooks is not None and subresource != "status":
                 finishes.append(await self._hooks.begin_update(new, old, dry_run=dry_run))
-            return orjson.dumps(new)
+            return self._encoded(new)
 
         # One Finish per try of apply; only the last try's write can have landed.
         finishes: list[Finish] = []
@@ -662,6 +691,7 @@ class Store:
         finally:
             for i, finish in enumerate(finishes):
                 await finish(i == landed)
+        value = self._served(value)
         if subresource == "scale":
             return orjson.dumps(self._scale_of(orjson.loads(value)))
         return value
@@ -712,14 +742,17 @@ class Store:
             with contextlib.suppress(Conflict, KeyNotFound):
                 await self._storage.delete(stored.key, preconditions=gone)
 
-    async def remove_spec_finalizer(self, namespace: str, name: str, finalizer: str) -> None:
-        """Take finalizer out of spec.finalizers (what kube's finalize subresource
-        does for namespaces), deleting the object if that was the last hold."""
+    async def remove_finalizer(
+        self, namespace: str, name: str, finalizer: str, *, spec: bool = False
+    ) -> None:
+        """Take finalizer out of metadata.finalizers (spec.finalizers with spec,
+        what kube's finalize subresource does for namespaces), deleting the
+        object if that was the last hold."""
 
         async def drop(current: storage_pb2.Object) -> bytes:
             obj = orjson.loads(current.value)
-            spec = obj.setdefault("spec", {})
-            spec["finalizers"] = [f for f in spec.get("finalizers") or [] if f != finalizer]
+            holder = obj.setdefault("spec", {}) if spec else obj["metadata"]
+            holder["finalizers"] = [f for f in holder.get("finalizers") or [] if f != finalizer]
             return orjson.dumps(obj)
 
         with self._interpreted(name):
@@ -752,6 +785,7 @@ class Store:
             gone, value = await self._delete(
                 r.key(namespace, name), preconditions, dry_run, options
             )
+        value = self._served(value)
         if not gone or r.return_deleted_object:
             return value
         uid = orjson.loads(value).get("metadata", {}).get("uid", "")
@@ -780,7 +814,7 @@ class Store:
                 if e.reason == "NotFound":
                     continue
                 raise
-            deleted.append(value)
+            deleted.append(self._served(value))
         return Page(items=deleted, resource_version=listed.resource_version)
 
     async def _delete(
@@ -799,11 +833,17 @@ class Store:
             metadata = obj["metadata"]
             finalizers = metadata.get("finalizers") or []
             wanted = options.finalizers(finalizers)
+            marking = not metadata.get("deletionTimestamp")
+            own = self.resource.deletion_finalizer
+            if own and marking and own not in wanted:
+                wanted = [*wanted, own]
             if wanted != finalizers:
                 metadata["finalizers"] = wanted
             if held(obj, self.resource):
-                if metadata.get("deletionTimestamp") and wanted == finalizers:
+                if not marking and wanted == finalizers:
                     return False, current.value  # marked already: nothing more to do
+                if marking and self.resource.on_delete is not None:
+                    self.resource.on_delete(obj)
                 metadata.setdefault("deletionTimestamp", meta.now_rfc3339())
                 metadata.setdefault("deletionGracePeriodSeconds", 0)
                 if self.resource.spec_finalizers:

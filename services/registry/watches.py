@@ -10,7 +10,7 @@ namespace cost one message per event on each hop, not a thousand.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 from services.registry.store import Rendering, Store, WatchItem
@@ -36,6 +36,7 @@ class Route:
 
 # A watch request's route, storage key and storage watch options.
 Opened = tuple[Route, str, WatchOptions]
+Target = Callable[[registry_pb2.WatchRequest], Awaitable[Opened]]
 
 
 def _event_frame(ids: list[int], item: WatchItem) -> Frame:
@@ -45,9 +46,7 @@ def _event_frame(ids: list[int], item: WatchItem) -> Frame:
 class _Session:
     """One gateway stream: its open watches and the frames waiting to go."""
 
-    def __init__(
-        self, storage: WatchStreamCall, target: Callable[[registry_pb2.WatchRequest], Opened]
-    ) -> None:
+    def __init__(self, storage: WatchStreamCall, target: Target) -> None:
         self.storage = storage
         self._target = target
         self.routes: dict[int, Route] = {}
@@ -60,9 +59,9 @@ class _Session:
         self.outbox.append(frame)
         self.ready.set()
 
-    def open(self, opened: registry_pb2.OpenWatch) -> None:
+    async def open(self, opened: registry_pb2.OpenWatch) -> None:
         try:
-            route, key, options = self._target(opened.watch)
+            route, key, options = await self._target(opened.watch)
         except StatusError as e:
             self.put(Frame(ids=[opened.id], refused=e.to_json()))
             return
@@ -105,7 +104,7 @@ class _Session:
 async def serve_watches(
     requests: AsyncIterator[registry_pb2.WatchStreamRequest],
     storage: GrpcStorage,
-    target: Callable[[registry_pb2.WatchRequest], Opened],
+    target: Target,
 ) -> AsyncGenerator[registry_pb2.WatchFrames, None]:
     """WatchFrames for the watches requests open (target says where each one goes,
     or raises its refusal), until the gateway stops sending or the storage stream
@@ -119,7 +118,7 @@ async def serve_watches(
         try:
             async for message in requests:
                 if message.WhichOneof("request") == "open":
-                    session.open(message.open)
+                    await session.open(message.open)
                 else:
                     session.cancel(message.cancel)
         finally:

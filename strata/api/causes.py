@@ -56,3 +56,14 @@ def too_long(field: str, limit: int) -> Cause:
     """field.TooLong's wording (the value itself is left out)."""
     message = f"Too long: may not be more than {limit} bytes"
     return Cause(reason="FieldValueTooLong", message=message, field=field)
+
+
+def type_invalid(field: str, value: object, detail: str) -> Cause:
+    """field.TypeInvalid: a value of the wrong type (or format)."""
+    message = f"Invalid value: {go_value(value)}: {detail}"
+    return Cause(reason="FieldValueTypeInvalid", message=message, field=field)
+
+
+def too_many(field: str, actual: int, limit: int) -> Cause:
+    message = f"Too many: {actual}: must have at most {limit} items"
+    return Cause(reason="FieldValueTooMany", message=message, field=field)

@@ -176,12 +176,14 @@ def method_not_allowed(verb: str, resource: str) -> StatusError:
     )
 
 
-def unsupported_media_type(content_type: str) -> StatusError:
+def unsupported_media_type(
+    content_type: str, accepted: tuple[str, ...] = ("application/json", "application/yaml")
+) -> StatusError:
     return StatusError(
         code=415,
         reason="UnsupportedMediaType",
         message=f"the body of the request was in an unknown format - accepted media types include: "
-        f'application/json, application/yaml (got "{content_type}")',
+        f'{", ".join(accepted)} (got "{content_type}")',
     )
 
 

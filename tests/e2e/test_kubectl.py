@@ -399,3 +399,92 @@ def test_rbac_objects_from_kubectl_create(system: System, demo: str) -> None:
     assert refused.stderr.rstrip().endswith("cannot change roleRef")
     kubectl(system, "delete", "clusterrole", f"{demo}-monitoring")
     kubectl(system, "delete", "clusterrolebinding", f"{demo}-admins")
+
+
+CRD_YAML = """
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: crontabs.{group}
+spec:
+  group: {group}
+  scope: Namespaced
+  names:
+    plural: crontabs
+    singular: crontab
+    kind: CronTab
+    shortNames: [ct]
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    additionalPrinterColumns:
+    - name: Spec
+      type: string
+      jsonPath: .spec.cronSpec
+    - name: Replicas
+      type: integer
+      jsonPath: .spec.replicas
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              cronSpec:
+                type: string
+                pattern: '^(\\d+|\\*)(/\\d+)?(\\s+(\\d+|\\*)(/\\d+)?){{4}}$'
+              image: {{type: string}}
+              replicas: {{type: integer, minimum: 1, maximum: 10, default: 1}}
+"""
+
+CRONTAB_YAML = """
+apiVersion: {group}/v1
+kind: CronTab
+metadata:
+  name: nightly
+spec:
+  cronSpec: "0 3 * * *"
+  image: backup:1
+"""
+
+
+def test_custom_resource_definition_lifecycle(system: System, demo: str) -> None:
+    group = f"{demo}.example.com"
+    # --validate=false: no OpenAPI yet (issue 6).
+    applied = kubectl(
+        system, "apply", "--validate=false", "-f", "-", stdin=CRD_YAML.format(group=group)
+    )
+    assert applied.stdout.strip() == (
+        f"customresourcedefinition.apiextensions.k8s.io/crontabs.{group} created"
+    )
+    kubectl(system, "wait", "--for=condition=Established", f"crd/crontabs.{group}", "--timeout=10s")
+    created = kubectl(
+        system, "-n", demo, "apply", "--validate=false", "-f", "-",
+        stdin=CRONTAB_YAML.format(group=group),
+    )  # fmt: skip
+    assert created.stdout.strip() == f"crontab.{group}/nightly created"
+    table = kubectl(system, "-n", demo, "get", "ct").stdout.splitlines()
+    assert table[0].split() == ["NAME", "SPEC", "REPLICAS"]
+    assert table[1].split() == ["nightly", "0", "3", "*", "*", "*", "1"]
+    refused = kubectl(
+        system, "-n", demo, "patch", f"crontabs.{group}", "nightly", "--type=merge",
+        "-p", '{"spec": {"replicas": 20}}', check=False,
+    )  # fmt: skip
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == (
+        'The CronTab "nightly" is invalid: spec.replicas: Invalid value: 20: spec.replicas in '
+        "body should be less than or equal to 10"
+    )
+    strategic = kubectl(
+        system, "-n", demo, "patch", "ct", "nightly", "-p", '{"spec": {"replicas": 2}}',
+        check=False,
+    )  # fmt: skip
+    assert strategic.returncode == 1
+    assert "application/strategic-merge-patch+json is not supported" in strategic.stderr
+    deleted = kubectl(system, "-n", demo, "delete", "ct", "nightly")
+    assert deleted.stdout.strip() == f'crontab.{group} "nightly" deleted'
+    kubectl(system, "delete", "crd", f"crontabs.{group}")
+    gone = kubectl(system, "get", "crd", f"crontabs.{group}", check=False)
+    assert gone.returncode == 1 and "NotFound" in gone.stderr

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\'strata/proto/registry/v1/registry.proto\x12\x12strata.registry.v1\"`\n\x12WatchStreamRequest\x12-\n\x04open\x18\x01 \x01(\x0b\x32\x1d.strata.registry.v1.OpenWatchH\x00\x12\x10\n\x06\x63\x61ncel\x18\x02 \x01(\x04H\x00\x42\t\n\x07request\"H\n\tOpenWatch\x12\n\n\x02id\x18\x01 \x01(\x04\x12/\n\x05watch\x18\x02 \x01(\x0b\x32 .strata.registry.v1.WatchRequest\"=\n\x0bWatchFrames\x12.\n\x06\x66rames\x18\x01 \x03(\x0b\x32\x1e.strata.registry.v1.WatchFrame\"\x8a\x01\n\nWatchFrame\x12\x0b\n\x03ids\x18\x01 \x03(\x04\x12\x11\n\x07started\x18\x02 \x01(\x08H\x00\x12\x11\n\x07refused\x18\x03 \x01(\x0cH\x00\x12/\n\x05\x65vent\x18\x04 \x01(\x0b\x32\x1e.strata.registry.v1.WatchEventH\x00\x12\x0f\n\x05\x65nded\x18\x05 \x01(\x08H\x00\x42\x07\n\x05\x66rame\"R\n\x0bResourceRef\x12\r\n\x05group\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x10\n\x08resource\x18\x03 \x01(\t\x12\x11\n\tnamespace\x18\x04 \x01(\t\"\xc2\x01\n\x0b\x41PIResource\x12\r\n\x05group\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x15\n\rsingular_name\x18\x04 \x01(\t\x12\x0c\n\x04kind\x18\x05 \x01(\t\x12\x12\n\nnamespaced\x18\x06 \x01(\x08\x12\r\n\x05verbs\x18\x07 \x03(\t\x12\x13\n\x0bshort_names\x18\x08 \x03(\t\x12\x12\n\ncategories\x18\t \x03(\t\x12\x14\n\x0csubresources\x18\n \x03(\t\"\x16\n\x14ListResourcesRequest\"K\n\x15ListResourcesResponse\x12\x32\n\tresources\x18\x01 \x03(\x0b\x32\x1f.strata.registry.v1.APIResource\":\n\x0eObjectResponse\x12\x0e\n\x06object\x18\x01 \x01(\x0c\x12\x18\n\x10resource_version\x18\x02 \x01(\x03\"a\n\rCreateRequest\x12\x31\n\x08resource\x18\x01 \x01(\x0b\x32\x1f.strata.registry.v1.ResourceRef\x12\x0c\n\x04\x62ody\x18\x02 \x01(\x0c\x12\x0f\n\x07\x64ry_run\x18\x03 \x01(\x08\"5\n\tRendering\x12\x10\n\x08\x61s_table\x18\x01 \x01(\x08\x12\x16\n\x0einclude_object\x18\x02 \x01(\t\"\xae\x01\n\nGetRequest\x12\x31\n\x08resource\x18\x01 \x01(\x0b\x32\x1f.strata.registry.v1.ResourceRef\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x18\n\x10resource_version\x18\x03 \x01(\t\x12\x30\n\trendering\x18\x04 \x01(\x0b\x32\x1d.strata.registry.v1.Rendering\x12\x13\n\x0bsubresource\x18\x05 \x01(\t\"\xbc\x02\n\x0bListOptions\x12\x16\n\x0elabel_selector\x18\x01 \x01(\t\x12\x16\n\x0e\x66ield_selector\x18\x02 \x01(\t\x12\x18\n\x10resource_version\x18\x03 \x01(\t\x12\x30\n\trendering\x18\x04 \x01(\x0b\x32\x1d.strata.registry.v1.Rendering\x12\r\n\x05limit\x18\x05 \x01(\x03\x12\x10\n\x08\x63ontinue\x18\x06 \x01(\t\x12\x1e\n\x16resource_version_match\x18\x07 \x01(\t\x12\x1d\n\x15\x61llow_watch_bookmarks\x18\x08 \x01(\x08\x12 \n\x13send_initial_events\x18\t \x01(\x08H\x00\x88\x01\x01\x12\x17\n\x0ftimeout_seconds\x18\n \x01(\x03\x42\x16\n\x14_send_initial_events\"r\n\x0bListRequest\x12\x31\n\x08resource\x18\x01 \x01(\x0b\x32\x1f.strata.registry.v1.ResourceRef\x12\x30\n\x07options\x18\x02 \x01(\x0b\x32\x1f.strata.registry.v1.ListOptions\"\x94\x01\n\x0cListResponse\x12\r\n\x05items\x18\x01 \x03(\x0c\x12\x18\n\x10resource_version\x18\x02 \x01(\x03\x12\r\n\x05table\x18\x03 \x01(\x0c\x12\x10\n\x08\x63ontinue\x18\x04 \x01(\t\x12!\n\x14remaining_item_count\x18\x05 \x01(\x03H\x00\x88\x01\x01\x42\x17\n\x15_remaining_item_count\"\x84\x01\n\rUpdateRequest\x12\x31\n\x08resource\x18\x01 \x01(\x0b\x32\x1f.strata.registry.v1.ResourceRef\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0c\n\x04\x62ody\x18\x03 \x01(\x0c\x12\x0f\n\x07\x64ry_run\x18\x04 \x01(\x08\x12\x13\n\x0bsubresource\x18\x05 \x01(\t\"\x90\x02\n\rDeleteRequest\x12\x31\n\x08resource\x18\x01 \x01(\x0b\x32\x1f.strata.registry.v1.ResourceRef\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x18\n\x10precondition_uid\x18\x03 \x01(\t\x12%\n\x1dprecondition_resource_version\x18\x04 \x01(\t\x12\x0f\n\x07\x64ry_run\x18\x05 \x01(\x08\x12\x1f\n\x12propagation_policy\x18\x06 \x01(\tH\x00\x88\x01\x01\x12\x1e\n\x11orphan_dependents\x18\x07 \x01(\x08H\x01\x88\x01\x01\x42\x15\n\x13_propagation_policyB\x14\n\x12_orphan_dependents\"\xfd\x01\n\x17\x44\x65leteCollectionRequest\x12\x31\n\x08resource\x18\x01 \x01(\x0b\x32\x1f.strata.registry.v1.ResourceRef\x12\x30\n\x07options\x18\x02 \x01(\x0b\x32\x1f.strata.registry.v1.ListOptions\x12\x0f\n\x07\x64ry_run\x18\x03 \x01(\x08\x12\x1f\n\x12propagation_policy\x18\x04 \x01(\tH\x00\x88\x01\x01\x12\x1e\n\x11orphan_dependents\x18\x05 \x01(\x08H\x01\x88\x01\x01\x42\x15\n\x13_propagation_policyB\x14\n\x12_orphan_dependents\"s\n\x0cWatchRequest\x12\x31\n\x08resource\x18\x01 \x01(\x0b\x32\x1f.strata.registry.v1.ResourceRef\x12\x30\n\x07options\x18\x02 \x01(\x0b\x32\x1f.strata.registry.v1.ListOptions\"*\n\nWatchEvent\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\x0c\x32\xb8\x05\n\x08Registry\x12\x64\n\rListResources\x12(.strata.registry.v1.ListResourcesRequest\x1a).strata.registry.v1.ListResourcesResponse\x12O\n\x06\x43reate\x12!.strata.registry.v1.CreateRequest\x1a\".strata.registry.v1.ObjectResponse\x12I\n\x03Get\x12\x1e.strata.registry.v1.GetRequest\x1a\".strata.registry.v1.ObjectResponse\x12I\n\x04List\x12\x1f.strata.registry.v1.ListRequest\x1a .strata.registry.v1.ListResponse\x12O\n\x06Update\x12!.strata.registry.v1.UpdateRequest\x1a\".strata.registry.v1.ObjectResponse\x12O\n\x06\x44\x65lete\x12!.strata.registry.v1.DeleteRequest\x1a\".strata.registry.v1.ObjectResponse\x12\x61\n\x10\x44\x65leteCollection\x12+.strata.registry.v1.DeleteCollectionRequest\x1a .strata.registry.v1.ListResponse\x12Z\n\x0bWatchStream\x12&.strata.registry.v1.WatchStreamRequest\x1a\x1f.strata.registry.v1.WatchFrames(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\'strata/proto/registry/v1/registry.proto\x12\x12strata.registry.v1\"`\n\x12WatchStreamRequest\x12-\n\x04open\x18\x01 \x01(\x0b\x32\x1d.strata.registry.v1.OpenWatchH\x00\x12\x10\n\x06\x63\x61ncel\x18\x02 \x01(\x04H\x00\x42\t\n\x07request\"H\n\tOpenWatch\x12\n\n\x02id\x18\x01 \x01(\x04\x12/\n\x05watch\x18\x02 \x01(\x0b\x32 .strata.registry.v1.WatchRequest\"=\n\x0bWatchFrames\x12.\n\x06\x66rames\x18\x01 \x03(\x0b\x32\x1e.strata.registry.v1.WatchFrame\"\x8a\x01\n\nWatchFrame\x12\x0b\n\x03ids\x18\x01 \x03(\x04\x12\x11\n\x07started\x18\x02 \x01(\x08H\x00\x12\x11\n\x07refused\x18\x03 \x01(\x0cH\x00\x12/\n\x05\x65vent\x18\x04 \x01(\x0b\x32\x1e.strata.registry.v1.WatchEventH\x00\x12\x0f\n\x05\x65nded\x18\x05 \x01(\x08H\x00\x42\x07\n\x05\x66rame\"R\n\x0bResourceRef\x12\r\n\x05group\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x10\n\x08resource\x18\x03 \x01(\t\x12\x11\n\tnamespace\x18\x04 \x01(\t\"\xe5\x01\n\x0b\x41PIResource\x12\r\n\x05group\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x15\n\rsingular_name\x18\x04 \x01(\t\x12\x0c\n\x04kind\x18\x05 \x01(\t\x12\x12\n\nnamespaced\x18\x06 \x01(\x08\x12\r\n\x05verbs\x18\x07 \x03(\t\x12\x13\n\x0bshort_names\x18\x08 \x03(\t\x12\x12\n\ncategories\x18\t \x03(\t\x12\x14\n\x0csubresources\x18\n \x03(\t\x12\x0e\n\x06\x63ustom\x18\x0b \x01(\x08\x12\x11\n\tlist_kind\x18\x0c \x01(\t\"\x16\n\x14ListResourcesRequest\"K\n\x15ListResourcesResponse\x12\x32\n\tresources\x18\x01 \x03(\x0b\x32\x1f.strata.registry.v1.APIResource\"L\n\x0eObjectResponse\x12\x0e\n\x06object\x18\x01 \x01(\x0c\x12\x18\n\x10resource_version\x18\x02 \x01(\x03\x12\x10\n\x08warnings\x18\x03 \x03(\t\"a\n\rCreateRequest\x12\x31\n\x08resource\x18\x01 \x01(\x0b\x32\x1f.strata.registry.v1.ResourceRef\x12\x0c\n\x04\x62ody\x18\x02 \x01(\x0c\x12\x0f\n\x07\x64ry_run\x18\x03 \x01(\x08\"5\n\tRendering\x12\x10\n\x08\x61s_table\x18\x01 \x01(\x08\x12\x16\n\x0einclude_object\x18\x02 \x01(\t\"\xae\x01\n\nGetRequest\x12\x31\n\x08resource\x18\x01 \x01(\x0b\x32\x1f.strata.registry.v1.ResourceRef\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x18\n\x10resource_version\x18\x03 \x01(\t\x12\x30\n\trendering\x18\x04 \x01(\x0b\x32\x1d.strata.registry.v1.Rendering\x12\x13\n\x0bsubresource\x18\x05 \x01(\t\"\xbc\x02\n\x0bListOptions\x12\x16\n\x0elabel_selector\x18\x01 \x01(\t\x12\x16\n\x0e\x66ield_selector\x18\x02 \x01(\t\x12\x18\n\x10resource_version\x18\x03 \x01(\t\x12\x30\n\trendering\x18\x04 \x01(\x0b\x32\x1d.strata.registry.v1.Rendering\x12\r\n\x05limit\x18\x05 \x01(\x03\x12\x10\n\x08\x63ontinue\x18\x06 \x01(\t\x12\x1e\n\x16resource_version_match\x18\x07 \x01(\t\x12\x1d\n\x15\x61llow_watch_bookmarks\x18\x08 \x01(\x08\x12 \n\x13send_initial_events\x18\t \x01(\x08H\x00\x88\x01\x01\x12\x17\n\x0ftimeout_seconds\x18\n \x01(\x03\x42\x16\n\x14_send_initial_events\"r\n\x0bListRequest\x12\x31\n\x08resource\x18\x01 \x01(\x0b\x32\x1f.strata.registry.v1.ResourceRef\x12\x30\n\x07options\x18\x02 \x01(\x0b\x32\x1f.strata.registry.v1.ListOptions\"\x94\x01\n\x0cListResponse\x12\r\n\x05items\x18\x01 \x03(\x0c\x12\x18\n\x10resource_version\x18\x02 \x01(\x03\x12\r\n\x05table\x18\x03 \x01(\x0c\x12\x10\n\x08\x63ontinue\x18\x04 \x01(\t\x12!\n\x14remaining_item_count\x18\x05 \x01(\x03H\x00\x88\x01\x01\x42\x17\n\x15_remaining_item_count\"\x84\x01\n\rUpdateRequest\x12\x31\n\x08resource\x18\x01 \x01(\x0b\x32\x1f.strata.registry.v1.ResourceRef\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0c\n\x04\x62ody\x18\x03 \x01(\x0c\x12\x0f\n\x07\x64ry_run\x18\x04 \x01(\x08\x12\x13\n\x0bsubresource\x18\x05 \x01(\t\"\x90\x02\n\rDeleteRequest\x12\x31\n\x08resource\x18\x01 \x01(\x0b\x32\x1f.strata.registry.v1.ResourceRef\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x18\n\x10precondition_uid\x18\x03 \x01(\t\x12%\n\x1dprecondition_resource_version\x18\x04 \x01(\t\x12\x0f\n\x07\x64ry_run\x18\x05 \x01(\x08\x12\x1f\n\x12propagation_policy\x18\x06 \x01(\tH\x00\x88\x01\x01\x12\x1e\n\x11orphan_dependents\x18\x07 \x01(\x08H\x01\x88\x01\x01\x42\x15\n\x13_propagation_policyB\x14\n\x12_orphan_dependents\"\xfd\x01\n\x17\x44\x65leteCollectionRequest\x12\x31\n\x08resource\x18\x01 \x01(\x0b\x32\x1f.strata.registry.v1.ResourceRef\x12\x30\n\x07options\x18\x02 \x01(\x0b\x32\x1f.strata.registry.v1.ListOptions\x12\x0f\n\x07\x64ry_run\x18\x03 \x01(\x08\x12\x1f\n\x12propagation_policy\x18\x04 \x01(\tH\x00\x88\x01\x01\x12\x1e\n\x11orphan_dependents\x18\x05 \x01(\x08H\x01\x88\x01\x01\x42\x15\n\x13_propagation_policyB\x14\n\x12_orphan_dependents\"s\n\x0cWatchRequest\x12\x31\n\x08resource\x18\x01 \x01(\x0b\x32\x1f.strata.registry.v1.ResourceRef\x12\x30\n\x07options\x18\x02 \x01(\x0b\x32\x1f.strata.registry.v1.ListOptions\"*\n\nWatchEvent\x12\x0c\n\x04type\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\x0c\x32\x89\x06\n\x08Registry\x12\x64\n\rListResources\x12(.strata.registry.v1.ListResourcesRequest\x1a).strata.registry.v1.ListResourcesResponse\x12O\n\x0bGetResource\x12\x1f.strata.registry.v1.ResourceRef\x1a\x1f.strata.registry.v1.APIResource\x12O\n\x06\x43reate\x12!.strata.registry.v1.CreateRequest\x1a\".strata.registry.v1.ObjectResponse\x12I\n\x03Get\x12\x1e.strata.registry.v1.GetRequest\x1a\".strata.registry.v1.ObjectResponse\x12I\n\x04List\x12\x1f.strata.registry.v1.ListRequest\x1a .strata.registry.v1.ListResponse\x12O\n\x06Update\x12!.strata.registry.v1.UpdateRequest\x1a\".strata.registry.v1.ObjectResponse\x12O\n\x06\x44\x65lete\x12!.strata.registry.v1.DeleteRequest\x1a\".strata.registry.v1.ObjectResponse\x12\x61\n\x10\x44\x65leteCollection\x12+.strata.registry.v1.DeleteCollectionRequest\x1a .strata.registry.v1.ListResponse\x12Z\n\x0bWatchStream\x12&.strata.registry.v1.WatchStreamRequest\x1a\x1f.strata.registry.v1.WatchFrames(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -42,35 +42,35 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_RESOURCEREF']._serialized_start=439
   _globals['_RESOURCEREF']._serialized_end=521
   _globals['_APIRESOURCE']._serialized_start=524
-  _globals['_APIRESOURCE']._serialized_end=718
-  _globals['_LISTRESOURCESREQUEST']._serialized_start=720
-  _globals['_LISTRESOURCESREQUEST']._serialized_end=742
-  _globals['_LISTRESOURCESRESPONSE']._serialized_start=744
-  _globals['_LISTRESOURCESRESPONSE']._serialized_end=819
-  _globals['_OBJECTRESPONSE']._serialized_start=821
-  _globals['_OBJECTRESPONSE']._serialized_end=879
-  _globals['_CREATEREQUEST']._serialized_start=881
-  _globals['_CREATEREQUEST']._serialized_end=978
-  _globals['_RENDERING']._serialized_start=980
-  _globals['_RENDERING']._serialized_end=1033
-  _globals['_GETREQUEST']._serialized_start=1036
-  _globals['_GETREQUEST']._serialized_end=1210
-  _globals['_LISTOPTIONS']._serialized_start=1213
-  _globals['_LISTOPTIONS']._serialized_end=1529
-  _globals['_LISTREQUEST']._serialized_start=1531
-  _globals['_LISTREQUEST']._serialized_end=1645
-  _globals['_LISTRESPONSE']._serialized_start=1648
-  _globals['_LISTRESPONSE']._serialized_end=1796
-  _globals['_UPDATEREQUEST']._serialized_start=1799
-  _globals['_UPDATEREQUEST']._serialized_end=1931
-  _globals['_DELETEREQUEST']._serialized_start=1934
-  _globals['_DELETEREQUEST']._serialized_end=2206
-  _globals['_DELETECOLLECTIONREQUEST']._serialized_start=2209
-  _globals['_DELETECOLLECTIONREQUEST']._serialized_end=2462
-  _globals['_WATCHREQUEST']._serialized_start=2464
-  _globals['_WATCHREQUEST']._serialized_end=2579
-  _globals['_WATCHEVENT']._serialized_start=2581
-  _globals['_WATCHEVENT']._serialized_end=2623
-  _globals['_REGISTRY']._serialized_start=2626
-  _globals['_REGISTRY']._serialized_end=3322
+  _globals['_APIRESOURCE']._serialized_end=753
+  _globals['_LISTRESOURCESREQUEST']._serialized_start=755
+  _globals['_LISTRESOURCESREQUEST']._serialized_end=777
+  _globals['_LISTRESOURCESRESPONSE']._serialized_start=779
+  _globals['_LISTRESOURCESRESPONSE']._serialized_end=854
+  _globals['_OBJECTRESPONSE']._serialized_start=856
+  _globals['_OBJECTRESPONSE']._serialized_end=932
+  _globals['_CREATEREQUEST']._serialized_start=934
+  _globals['_CREATEREQUEST']._serialized_end=1031
+  _globals['_RENDERING']._serialized_start=1033
+  _globals['_RENDERING']._serialized_end=1086
+  _globals['_GETREQUEST']._serialized_start=1089
+  _globals['_GETREQUEST']._serialized_end=1263
+  _globals['_LISTOPTIONS']._serialized_start=1266
+  _globals['_LISTOPTIONS']._serialized_end=1582
+  _globals['_LISTREQUEST']._serialized_start=1584
+  _globals['_LISTREQUEST']._serialized_end=1698
+  _globals['_LISTRESPONSE']._serialized_start=1701
+  _globals['_LISTRESPONSE']._serialized_end=1849
+  _globals['_UPDATEREQUEST']._serialized_start=1852
+  _globals['_UPDATEREQUEST']._serialized_end=1984
+  _globals['_DELETEREQUEST']._serialized_start=1987
+  _globals['_DELETEREQUEST']._serialized_end=2259
+  _globals['_DELETECOLLECTIONREQUEST']._serialized_start=2262
+  _globals['_DELETECOLLECTIONREQUEST']._serialized_end=2515
+  _globals['_WATCHREQUEST']._serialized_start=2517
+  _globals['_WATCHREQUEST']._serialized_end=2632
+  _globals['_WATCHEVENT']._serialized_start=2634
+  _globals['_WATCHEVENT']._serialized_end=2676
+  _globals['_REGISTRY']._serialized_start=2679
+  _globals['_REGISTRY']._serialized_end=3456
 # @@protoc_insertion_point(module_scope)

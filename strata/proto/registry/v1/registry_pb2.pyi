@@ -176,12 +176,18 @@ class APIResource(_message.Message):
     SHORT_NAMES_FIELD_NUMBER: _builtins.int
     CATEGORIES_FIELD_NUMBER: _builtins.int
     SUBRESOURCES_FIELD_NUMBER: _builtins.int
+    CUSTOM_FIELD_NUMBER: _builtins.int
+    LIST_KIND_FIELD_NUMBER: _builtins.int
     group: _builtins.str
     version: _builtins.str
     name: _builtins.str
     singular_name: _builtins.str
     kind: _builtins.str
     namespaced: _builtins.bool
+    custom: _builtins.bool
+    """Served from a CustomResourceDefinition: no strategic merge patches."""
+    list_kind: _builtins.str
+    """The kind of its lists ("<kind>List" for every built-in resource)."""
     @_builtins.property
     def verbs(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     @_builtins.property
@@ -205,10 +211,12 @@ class APIResource(_message.Message):
         short_names: _abc.Iterable[_builtins.str] | None = ...,
         categories: _abc.Iterable[_builtins.str] | None = ...,
         subresources: _abc.Iterable[_builtins.str] | None = ...,
+        custom: _builtins.bool = ...,
+        list_kind: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["categories", b"categories", "group", b"group", "kind", b"kind", "name", b"name", "namespaced", b"namespaced", "short_names", b"short_names", "singular_name", b"singular_name", "subresources", b"subresources", "verbs", b"verbs", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["categories", b"categories", "custom", b"custom", "group", b"group", "kind", b"kind", "list_kind", b"list_kind", "name", b"name", "namespaced", b"namespaced", "short_names", b"short_names", "singular_name", b"singular_name", "subresources", b"subresources", "verbs", b"verbs", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -255,17 +263,23 @@ class ObjectResponse(_message.Message):
 
     OBJECT_FIELD_NUMBER: _builtins.int
     RESOURCE_VERSION_FIELD_NUMBER: _builtins.int
+    WARNINGS_FIELD_NUMBER: _builtins.int
     object: _builtins.bytes
     resource_version: _builtins.int
+    @_builtins.property
+    def warnings(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """What the write earned without being refused: the gateway's Warning headers."""
+
     def __init__(
         self,
         *,
         object: _builtins.bytes = ...,
         resource_version: _builtins.int = ...,
+        warnings: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["object", b"object", "resource_version", b"resource_version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["object", b"object", "resource_version", b"resource_version", "warnings", b"warnings"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

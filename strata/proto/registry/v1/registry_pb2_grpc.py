@@ -39,6 +39,11 @@ class RegistryStub:
                 request_serializer=strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.ListResourcesRequest.SerializeToString,
                 response_deserializer=strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.ListResourcesResponse.FromString,
                 _registered_method=True)
+        self.GetResource = channel.unary_unary(
+                '/strata.registry.v1.Registry/GetResource',
+                request_serializer=strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.ResourceRef.SerializeToString,
+                response_deserializer=strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.APIResource.FromString,
+                _registered_method=True)
         self.Create = channel.unary_unary(
                 '/strata.registry.v1.Registry/Create',
                 request_serializer=strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.CreateRequest.SerializeToString,
@@ -81,6 +86,15 @@ class RegistryServicer:
 
     def ListResources(self, request, context):
         """The resources served, with verbs, kind, scope and short names (discovery).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetResource(self, request, context):
+        """One resource, looked up afresh (a CRD established a moment ago included):
+        the gateway asks when its list does not know a resource. Refused with
+        NotFound when nothing serves it.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -140,6 +154,11 @@ def add_RegistryServicer_to_server(servicer, server):
                     servicer.ListResources,
                     request_deserializer=strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.ListResourcesRequest.FromString,
                     response_serializer=strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.ListResourcesResponse.SerializeToString,
+            ),
+            'GetResource': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetResource,
+                    request_deserializer=strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.ResourceRef.FromString,
+                    response_serializer=strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.APIResource.SerializeToString,
             ),
             'Create': grpc.unary_unary_rpc_method_handler(
                     servicer.Create,
@@ -204,6 +223,33 @@ class Registry:
             '/strata.registry.v1.Registry/ListResources',
             strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.ListResourcesRequest.SerializeToString,
             strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.ListResourcesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetResource(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.registry.v1.Registry/GetResource',
+            strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.ResourceRef.SerializeToString,
+            strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.APIResource.FromString,
             options,
             channel_credentials,
             insecure,

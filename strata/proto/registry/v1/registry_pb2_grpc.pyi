@@ -37,6 +37,11 @@ class RegistryStub:
     def __new__(cls, channel: _aio.Channel) -> RegistryAsyncStub: ...
     ListResources: _grpc.UnaryUnaryMultiCallable[_registry_pb2.ListResourcesRequest, _registry_pb2.ListResourcesResponse]
     """The resources served, with verbs, kind, scope and short names (discovery)."""
+    GetResource: _grpc.UnaryUnaryMultiCallable[_registry_pb2.ResourceRef, _registry_pb2.APIResource]
+    """One resource, looked up afresh (a CRD established a moment ago included):
+    the gateway asks when its list does not know a resource. Refused with
+    NotFound when nothing serves it.
+    """
     Create: _grpc.UnaryUnaryMultiCallable[_registry_pb2.CreateRequest, _registry_pb2.ObjectResponse]
     Get: _grpc.UnaryUnaryMultiCallable[_registry_pb2.GetRequest, _registry_pb2.ObjectResponse]
     List: _grpc.UnaryUnaryMultiCallable[_registry_pb2.ListRequest, _registry_pb2.ListResponse]
@@ -57,6 +62,11 @@ class RegistryAsyncStub(RegistryStub):
     def __init__(self, channel: _aio.Channel) -> None: ...
     ListResources: _aio.UnaryUnaryMultiCallable[_registry_pb2.ListResourcesRequest, _registry_pb2.ListResourcesResponse]  # type: ignore[assignment]
     """The resources served, with verbs, kind, scope and short names (discovery)."""
+    GetResource: _aio.UnaryUnaryMultiCallable[_registry_pb2.ResourceRef, _registry_pb2.APIResource]  # type: ignore[assignment]
+    """One resource, looked up afresh (a CRD established a moment ago included):
+    the gateway asks when its list does not know a resource. Refused with
+    NotFound when nothing serves it.
+    """
     Create: _aio.UnaryUnaryMultiCallable[_registry_pb2.CreateRequest, _registry_pb2.ObjectResponse]  # type: ignore[assignment]
     Get: _aio.UnaryUnaryMultiCallable[_registry_pb2.GetRequest, _registry_pb2.ObjectResponse]  # type: ignore[assignment]
     List: _aio.UnaryUnaryMultiCallable[_registry_pb2.ListRequest, _registry_pb2.ListResponse]  # type: ignore[assignment]
@@ -80,6 +90,17 @@ class RegistryServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_registry_pb2.ListResourcesResponse, _abc.Awaitable[_registry_pb2.ListResourcesResponse]]:
         """The resources served, with verbs, kind, scope and short names (discovery)."""
+
+    @_abc_1.abstractmethod
+    def GetResource(
+        self,
+        request: _registry_pb2.ResourceRef,
+        context: _ServicerContext,
+    ) -> _typing.Union[_registry_pb2.APIResource, _abc.Awaitable[_registry_pb2.APIResource]]:
+        """One resource, looked up afresh (a CRD established a moment ago included):
+        the gateway asks when its list does not know a resource. Refused with
+        NotFound when nothing serves it.
+        """
 
     @_abc_1.abstractmethod
     def Create(
