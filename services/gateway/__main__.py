@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import ssl
 from pathlib import Path
 
@@ -10,7 +12,9 @@ from aiohttp import web
 
 from services.gateway import pki
 from services.gateway.app import build_app
+from services.gateway.identity import IdentityLease, advertise_address
 from strata import service, telemetry
+from strata.proto.registry.v1 import registry_pb2_grpc
 
 log = telemetry.get_logger("strata.gateway")
 
@@ -20,6 +24,14 @@ def main() -> None:
     service.flag(parser, "listen", "STRATA_GATEWAY_LISTEN", "127.0.0.1:6443", "HTTPS address")
     service.flag(parser, "registry", "STRATA_REGISTRY", "127.0.0.1:2383", "registry address")
     service.flag(parser, "home", "STRATA_HOME", ".strata", "where certificates and tokens live")
+    service.flag(
+        parser,
+        "advertise-address",
+        "STRATA_GATEWAY_ADVERTISE_ADDRESS",
+        "",
+        "The IP the kubernetes Service's Endpoints give for this gateway (default: the one "
+        "it listens on)",
+    )
     args = parser.parse_args()
     telemetry.setup("strata-gateway")
     service.run(_run(args))
@@ -39,10 +51,16 @@ async def _run(args: argparse.Namespace) -> None:
     site = web.TCPSite(runner, host, int(port), ssl_context=tls)
     await site.start()
     log.info("serving", listen=args.listen)
+    address = advertise_address(args.listen, args.advertise_address)
+    identity = IdentityLease(registry_pb2_grpc.RegistryStub(channel), address)
+    renewing = asyncio.create_task(identity.run(), name="identity lease")
     try:
         await service.wait_for_signal()
     finally:
         log.info("stopping")
+        renewing.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await renewing
         await runner.cleanup()
         await channel.close()
         telemetry.shutdown()

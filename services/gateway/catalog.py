@@ -13,10 +13,11 @@ import grpc
 from strata.api.wire import status_from_rpc_error
 from strata.proto.registry.v1 import registry_pb2, registry_pb2_grpc
 
+# How old the list requests are routed by may be (one not in it is asked for).
 REFRESH_SECONDS = 0.25
-# Discovery of a group version not known looks again, at most this often (a
-# CRD established a moment ago is discovered at once).
-MISS_REFRESH_SECONDS = 0.05
+# Discovery answers from a list this fresh: a client that has seen a CRD
+# Established discovers its resources at once (kubectl wait, then apply).
+DISCOVERY_SECONDS = 0.0
 APIResource = registry_pb2.APIResource
 
 
@@ -35,7 +36,8 @@ def _subresource_entries(r: APIResource) -> list[dict[str, Any]]:
             "singularName": "",
             "namespaced": r.namespaced,
             "kind": r.kind,
-            "verbs": verbs,
+            # A namespace's finalize is written, never read (as kube's).
+            "verbs": ["update"] if subresource == "finalize" else verbs,
         }
         if subresource == "scale":
             entry.update(group="autoscaling", version="v1", kind="Scale")
@@ -76,7 +78,7 @@ class Catalog:
 
     async def group_versions(self) -> dict[str, list[str]]:
         groups: dict[str, list[str]] = {}
-        for group, version, _ in await self.resources():
+        for group, version, _ in await self.resources(DISCOVERY_SECONDS):
             versions = groups.setdefault(group, [])
             if version not in versions:
                 versions.append(version)
@@ -101,13 +103,9 @@ class Catalog:
         return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
 
     async def resource_list(self, group: str, version: str) -> dict[str, Any] | None:
-        selected = []
-        for max_age in (REFRESH_SECONDS, MISS_REFRESH_SECONDS):
-            known = await self.resources(max_age)
-            selected = [r for (g, v, _), r in sorted(known.items()) if (g, v) == (group, version)]
-            if selected:
-                break
-        else:
+        known = await self.resources(DISCOVERY_SECONDS)
+        selected = [r for (g, v, _), r in sorted(known.items()) if (g, v) == (group, version)]
+        if not selected:
             return None
         resources = []
         for r in selected:

@@ -164,7 +164,9 @@ class ResourceHandlers:
         api: APIResource,
         ref: registry_pb2.ResourceRef,
     ) -> web.Response:
-        """GET and PUT of an object's status or scale."""
+        """GET and PUT of an object's status or scale, PUT of a namespace's finalize."""
+        if info.subresource == "finalize" and request.method != "PUT":
+            raise errors.method_not_allowed(request.method, f"{info.resource}/{info.subresource}")
         if (
             request.method == "GET"
             and not info.watch_path
@@ -392,6 +394,22 @@ class ResourceHandlers:
                     "invalid syntax"
                 )
             options.setdefault("orphanDependents", orphan == "true")
+        # Taken and checked; no resource strata serves deletes gracefully (kube's
+        # only graceful resource is pods), so a grace period changes nothing.
+        if "gracePeriodSeconds" in request.query:
+            grace = request.query["gracePeriodSeconds"]
+            try:
+                options.setdefault("gracePeriodSeconds", int(grace))
+            except ValueError:
+                raise errors.bad_request(
+                    f'invalid value for gracePeriodSeconds: strconv.ParseInt: parsing "{grace}": '
+                    "invalid syntax"
+                ) from None
+        grace_period = options.get("gracePeriodSeconds")
+        if grace_period is not None and (
+            not isinstance(grace_period, int) or isinstance(grace_period, bool)
+        ):
+            raise errors.bad_request("DeleteOptions.gracePeriodSeconds must be an integer")
         return options, _dry_run([str(v) for v in dry_run_values], "DeleteOptions")
 
     @staticmethod

@@ -12,6 +12,7 @@ from services.registry.allocation import IPRange, PortRange, ServiceAllocations
 from services.registry.bootstrap import bootstrap
 from services.registry.crd_controllers import CRDCleanup, CRDNaming
 from services.registry.gc import GarbageCollector
+from services.registry.kubernetes_service import KubernetesService
 from services.registry.leader import LeaderElection, Timing, default_identity
 from services.registry.namespaces import NamespaceLifecycle
 from services.registry.readiness import storage_readiness
@@ -21,6 +22,7 @@ from services.registry.resources import (
     CLUSTER_ROLE_BINDINGS,
     CLUSTER_ROLES,
     CUSTOM_RESOURCE_DEFINITIONS,
+    ENDPOINTS,
     EVENTS,
     LEASES,
     NAMESPACES,
@@ -142,6 +144,12 @@ async def _run(args: argparse.Namespace) -> None:
             GarbageCollector(served).run(),
             CRDNaming(definitions).run(),
             CRDCleanup(definitions, storage).run(),
+            KubernetesService(
+                store_of[SERVICES.name],
+                store_of[ENDPOINTS.name],
+                store_of[LEASES.name],
+                cluster_ip=args.cluster_ips.value(0),
+            ).run(),
         )
 
     async def register(server: grpc.aio.Server) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 from services.registry.podtemplates import (
     TEMPLATE_TYPES,
     default_template,
+    port_warnings,
     selector_empty,
     selector_string,
     validate_template_for_selector,
@@ -212,6 +213,15 @@ class DeploymentStrategy:
         if selector != (old.get("spec") or {}).get("selector"):
             causes.append(immutable("spec.selector", selector))
         return causes
+
+    def warnings_on_create(self, obj: Obj) -> list[str]:
+        return port_warnings((obj.get("spec") or {}).get("template") or {}, "spec.template")
+
+    def warnings_on_update(self, obj: Obj, old: Obj) -> list[str]:
+        template = (obj.get("spec") or {}).get("template") or {}
+        if template == (old.get("spec") or {}).get("template"):
+            return []
+        return port_warnings(template, "spec.template")
 
     def validate_status_update(self, obj: Obj, old: Obj) -> list[Cause]:
         _decoded(obj)

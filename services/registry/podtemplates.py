@@ -144,3 +144,27 @@ def selector_string(selector: dict[str, Any] | None) -> str:
     if not selector or not selector_is_valid(selector):
         return ""
     return str(from_label_selector(selector))
+
+
+def port_warnings(template: Obj, at: str) -> list[str]:
+    """kube's warnings for container ports two containers of a pod template (or
+    one, twice) declare for the same port and protocol."""
+    spec = template.get("spec") or {}
+    seen: dict[str, list[tuple[Obj, str]]] = {}
+    found: list[str] = []
+    for field in ("initContainers", "containers"):
+        for i, container in enumerate(spec.get(field) or []):
+            for j, port in enumerate((container or {}).get("ports") or []):
+                path = f"{at}.spec.{field}[{i}].ports[{j}]"
+                key = f"{port.get('containerPort')}/{port.get('protocol', 'TCP')}"
+                for other, other_path in seen.get(key, []):
+                    same_host = (port.get("hostIP", ""), port.get("hostPort", 0)) == (
+                        other.get("hostIP", ""),
+                        other.get("hostPort", 0),
+                    )
+                    if same_host:
+                        found.append(f"{path}: duplicate port definition with {other_path}")
+                    elif not port.get("hostPort") or not other.get("hostPort"):
+                        found.append(f"{path}: overlapping port definition with {other_path}")
+                seen.setdefault(key, []).append((port, path))
+    return found

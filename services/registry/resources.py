@@ -102,7 +102,11 @@ class Resource:
 
     @property
     def subresources(self) -> tuple[str, ...]:
-        return (("status",) if self.status else ()) + (("scale",) if self.scale else ())
+        return (
+            (("status",) if self.status else ())
+            + (("scale",) if self.scale else ())
+            + (("finalize",) if self.spec_finalizers else ())
+        )
 
     @property
     def api_version(self) -> str:

@@ -20,10 +20,18 @@ from typing import Any
 
 import orjson
 
-from services.registry import tables
+from services.registry import tables, warnings
 from services.registry.deletion import DeleteOptions
 from services.registry.resources import NAMESPACES, Resource
-from services.registry.strategy import Finish, WriteHooks, assign, check_decodable, lookup
+from services.registry.strategy import (
+    Finish,
+    WarningStrategy,
+    WriteHooks,
+    assign,
+    check_decodable,
+    lookup,
+    validate_finalizers,
+)
 from strata.api import errors, meta, names
 from strata.api.causes import forbidden, invalid_value, not_supported
 from strata.api.errors import Cause, StatusError
@@ -412,6 +420,9 @@ class Store:
             causes = self._strategy.validate(obj)
             if causes:
                 raise errors.invalid(r.kind, metadata.get("name", ""), causes, r.group)
+            if isinstance(self._strategy, WarningStrategy):
+                for text in self._strategy.warnings_on_create(obj):
+                    warnings.warn(text)
             if r.namespaced:
                 await self._require_namespace(namespace, metadata["name"])
             metadata["uid"] = str(uuid.uuid4())
@@ -649,6 +660,15 @@ class Store:
                     new["status"] = obj.get("status") or {}
                     return new
 
+            elif subresource == "finalize":
+
+                def build(old: Obj) -> Obj:
+                    # Only spec.finalizers changes (kube's namespace finalize).
+                    new = copy.deepcopy(old)
+                    finalizers = (obj.get("spec") or {}).get("finalizers") or []
+                    new.setdefault("spec", {})["finalizers"] = finalizers
+                    return new
+
             else:
                 build = functools.partial(self._replacement, obj, namespace, name)
 
@@ -660,12 +680,21 @@ class Store:
             if subresource == "status":
                 assert r.status is not None
                 causes = r.status.validate_status_update(new, old)
+            elif subresource == "finalize":
+                causes = [
+                    cause
+                    for i, finalizer in enumerate(new["spec"]["finalizers"])
+                    for cause in validate_finalizers([finalizer], f"spec.finalizers[{i}]")
+                ]
             else:
                 self._strategy.prepare_for_update(new, old)
                 causes = self._strategy.validate_update(new, old)
             if causes:
                 raise errors.invalid(r.kind, name, causes, r.group)
-            if self._hooks is not None and subresource != "status":
+            if not subresource and isinstance(self._strategy, WarningStrategy):
+                for text in self._strategy.warnings_on_update(new, old):
+                    warnings.warn(text)
+            if self._hooks is not None and subresource not in ("status", "finalize"):
                 finishes.append(await self._hooks.begin_update(new, old, dry_run=dry_run))
             return self._encoded(new)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, Iterable, Iterator
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from strata.api import errors, names
 from strata.api.causes import (
@@ -58,6 +58,16 @@ class WriteHooks(Protocol):
     async def begin_update(self, obj: Obj, old: Obj, *, dry_run: bool) -> Finish: ...
 
     async def after_delete(self, obj: Obj) -> None: ...
+
+
+@runtime_checkable
+class WarningStrategy(Protocol):
+    """A strategy with warnings for writes it lets through (kube's
+    WarningsOnCreate and WarningsOnUpdate)."""
+
+    def warnings_on_create(self, obj: Obj) -> list[str]: ...
+
+    def warnings_on_update(self, obj: Obj, old: Obj) -> list[str]: ...
 
 
 class StatusStrategy(Protocol):

@@ -494,3 +494,33 @@ async def test_a_scale_of_the_wrong_type_is_a_bad_request(
     )
     status = await refused(http, system_etcd, "PUT", path, json={"kind": "Deployment"})
     assert (status["code"], status["reason"]) == (400, "BadRequest")
+
+
+async def test_duplicate_container_ports_earn_warnings(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    containers = [
+        {"name": "a", "image": "nginx:1.27", "ports": [{"containerPort": 80}]},
+        {
+            "name": "b",
+            "image": "nginx:1.27",
+            "ports": [{"containerPort": 80}, {"containerPort": 80, "hostPort": 8080}],
+        },
+    ]
+    path = f"{APPS}/namespaces/{namespace}/deployments"
+    async with http.post(path, json=deployment("ports", containers=containers)) as response:
+        created = await response.json()
+        assert response.status == 201, created
+        assert response.headers.getall("Warning") == [
+            '299 - "spec.template.spec.containers[1].ports[0]: duplicate port definition with '
+            'spec.template.spec.containers[0].ports[0]"',
+            '299 - "spec.template.spec.containers[1].ports[1]: overlapping port definition with '
+            'spec.template.spec.containers[0].ports[0]"',
+            '299 - "spec.template.spec.containers[1].ports[1]: overlapping port definition with '
+            'spec.template.spec.containers[1].ports[0]"',
+        ]
+    # An update that leaves the template alone earns none.
+    created["metadata"]["labels"] = {"touched": "yes"}
+    async with http.put(f"{path}/ports", json=created) as response:
+        assert response.status == 200
+        assert "Warning" not in response.headers

@@ -149,7 +149,26 @@ async def test_bad_delete_options_are_refused(
         http, system_etcd, "DELETE", f"{path}?propagationPolicy=Sideways", json={}
     )
     assert (status["code"], status["reason"]) == (422, "Invalid")
+    status = await refused(http, system_etcd, "DELETE", f"{path}/kept?gracePeriodSeconds=soon")
+    assert (status["code"], status["reason"]) == (400, "BadRequest")
+    assert status["message"] == (
+        'invalid value for gracePeriodSeconds: strconv.ParseInt: parsing "soon": invalid syntax'
+    )
     await answer(http, "GET", f"{path}/kept", 200)
+
+
+async def test_a_grace_period_is_taken_and_changes_nothing(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    # No resource strata serves is deleted gracefully (kube's pods are), so a
+    # grace period, as `kubectl delete --grace-period` sends, deletes at once.
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    await answer(http, "POST", path, 201, json=configmap("graceful"))
+    await answer(http, "DELETE", f"{path}/graceful?gracePeriodSeconds=30", 200)
+    await answer(http, "POST", path, 201, json=configmap("graceful"))
+    await answer(http, "DELETE", f"{path}/graceful", 200, json={"gracePeriodSeconds": 0})
+    async with http.get(f"{path}/graceful") as response:
+        assert response.status == 404
 
 
 async def test_bad_owner_references_are_refused(

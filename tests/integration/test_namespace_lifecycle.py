@@ -9,7 +9,7 @@ import asyncio
 import aiohttp
 
 from strata.etcd import Etcd
-from tests.support.registry_tester import answer, configmap, gone, new_namespace, refused
+from tests.support.registry_tester import answer, configmap, gone, new_namespace, refused, until
 
 
 async def test_a_deleted_namespace_terminates_empties_and_goes(
@@ -65,3 +65,39 @@ async def test_system_namespaces_may_not_be_deleted(
         assert body["message"] == (
             f'namespaces "{name}" is forbidden: this namespace may not be deleted'
         )
+
+
+async def test_the_finalize_subresource_holds_and_releases_a_namespace(
+    http: aiohttp.ClientSession, system_etcd: Etcd
+) -> None:
+    namespace = await new_namespace(http, "fin")
+    path = f"/api/v1/namespaces/{namespace}"
+    obj = await answer(http, "GET", path, 200)
+    obj["spec"]["finalizers"] = ["kubernetes", "example.com/wait"]
+    obj["metadata"]["labels"]["ignored"] = "by-finalize"
+    finalized = await answer(http, "PUT", f"{path}/finalize", 200, json=obj)
+    assert finalized["spec"]["finalizers"] == ["kubernetes", "example.com/wait"]
+    assert "ignored" not in finalized["metadata"]["labels"]
+    bad = {**finalized, "spec": {"finalizers": ["kubernetes", "no-domain"]}}
+    status = await refused(http, system_etcd, "PUT", f"{path}/finalize", json=bad)
+    assert (status["code"], status["reason"]) == (422, "Invalid")
+    assert [(c["field"], c["message"]) for c in status["details"]["causes"]] == [
+        (
+            "spec.finalizers[1]",
+            'Invalid value: "no-domain": name is neither a standard finalizer name nor is it '
+            "fully qualified",
+        )
+    ]
+    status = await refused(http, system_etcd, "GET", f"{path}/finalize")
+    assert (status["code"], status["reason"]) == (405, "MethodNotAllowed")
+    await answer(http, "DELETE", path, 200)
+
+    # The lifecycle controller removes its own finalizer; the other one holds on.
+    def only_ours_left(ns: dict[str, object]) -> bool:
+        return ns["spec"] == {"finalizers": ["example.com/wait"]}
+
+    held = await until(http, path, only_ours_left)
+    assert held["status"]["phase"] == "Terminating"
+    held["spec"]["finalizers"] = []
+    await answer(http, "PUT", f"{path}/finalize", 200, json=held)
+    await gone(http, path, within=5)

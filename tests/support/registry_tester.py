@@ -32,8 +32,14 @@ Cause = tuple[str, str, str]
 
 
 # What the system writes by itself whatever a test does: the registry leader's
-# Lease renewals.
-BACKGROUND_KEYS = (b"/registry/leases/kube-system/",)
+# and the gateways' Lease renewals, and the `kubernetes` Service the registry
+# makes (with its ClusterIP) once the gateway is up.
+BACKGROUND_KEYS = (
+    b"/registry/leases/kube-system/",
+    b"/registry/services/specs/default/kubernetes",
+    b"/registry/services/endpoints/default/kubernetes",
+    b"/registry/ipaddresses/10.96.0.1",
+)
 
 
 async def revision(etcd: Etcd) -> int:
@@ -112,14 +118,22 @@ async def gone(http: aiohttp.ClientSession, path: str, within: float = 30) -> No
 
 
 async def until(
-    http: aiohttp.ClientSession, path: str, check: Callable[[Obj], Any], within: float = 15
+    http: aiohttp.ClientSession,
+    path: str,
+    check: Callable[[Obj], Any],
+    within: float = 15,
+    *,
+    absent_ok: bool = False,
 ) -> Obj:
     """The object at path once check(object) holds (a controller's work is
-    asynchronous)."""
+    asynchronous); with absent_ok, a 404 meanwhile is waited out too."""
     async with asyncio.timeout(within):
         while True:
-            found = await answer(http, "GET", path, 200)
-            if check(found):
+            async with http.get(path) as response:
+                found: Obj = orjson.loads(await response.read())
+                missing = absent_ok and response.status == 404
+                assert missing or response.status == 200, found
+            if not missing and check(found):
                 return found
             await asyncio.sleep(0.1)
 
