@@ -100,4 +100,4 @@ async def test_the_finalize_subresource_holds_and_releases_a_namespace(
     assert held["status"]["phase"] == "Terminating"
     held["spec"]["finalizers"] = []
     await answer(http, "PUT", f"{path}/finalize", 200, json=held)
-    await gone(http, path, within=5)
+    await gone(http, path)
