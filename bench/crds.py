@@ -20,6 +20,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 
@@ -66,11 +67,9 @@ def crd(group: str) -> dict[str, object]:
     }
 
 
-async def _until_ok(
-    session: aiohttp.ClientSession, method: str, path: str, **kwargs: object
-) -> None:
+async def _until_ok(session: aiohttp.ClientSession, method: str, path: str, **kwargs: Any) -> None:
     while True:
-        async with session.request(method, path, **kwargs) as response:  # type: ignore[arg-type]
+        async with session.request(method, path, **kwargs) as response:
             if response.status < 300:
                 return
         await asyncio.sleep(0.005)

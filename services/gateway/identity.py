@@ -54,15 +54,13 @@ class IdentityLease:
         self._address = address
         self._name = lease_name(address)
 
-    def _lease(self, resource_version: str = "") -> bytes:
-        metadata: dict[str, object] = {
+    def _lease(self) -> bytes:
+        metadata = {
             "name": self._name,
             "namespace": NAMESPACE,
             "labels": {IDENTITY_LABEL: IDENTITY},
             "annotations": {ADDRESS_ANNOTATION: self._address},
         }
-        if resource_version:
-            metadata["resourceVersion"] = resource_version
         return orjson.dumps(
             {
                 "apiVersion": "coordination.k8s.io/v1",
@@ -77,9 +75,11 @@ class IdentityLease:
         )
 
     async def renew_once(self) -> None:
+        """Renew the Lease (an update without a resourceVersion: only this gateway
+        writes it), or create it when it is not there."""
         try:
-            current = await self._registry.Get(
-                registry_pb2.GetRequest(resource=LEASES, name=self._name)
+            await self._registry.Update(
+                registry_pb2.UpdateRequest(resource=LEASES, name=self._name, body=self._lease())
             )
         except grpc.aio.AioRpcError as e:
             if status_from_rpc_error(e).reason != "NotFound":
@@ -87,11 +87,6 @@ class IdentityLease:
             await self._registry.Create(
                 registry_pb2.CreateRequest(resource=LEASES, body=self._lease())
             )
-            return
-        version = orjson.loads(current.object)["metadata"]["resourceVersion"]
-        await self._registry.Update(
-            registry_pb2.UpdateRequest(resource=LEASES, name=self._name, body=self._lease(version))
-        )
 
     async def run(self) -> None:
         """Renew for ever (a failed renewal is tried again at the next turn);

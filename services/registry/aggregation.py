@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 
 from services.registry import rounds
-from services.registry.store import Paging, Rendering, Store
+from services.registry.store import Store
 from strata import telemetry
 from strata.api.errors import StatusError
 from strata.api.selectors import from_label_selector
@@ -54,9 +54,7 @@ class ClusterRoleAggregation:
         await rounds.every(self._interval, "clusterrole aggregation", self.aggregate_once)
 
     async def aggregate_once(self) -> None:
-        everything = self._cluster_roles.selection("", "", "")
-        page = await self._cluster_roles.list(everything, Paging(resource_version="0"), Rendering())
-        roles = [orjson.loads(item) for item in page.items]
+        roles = [orjson.loads(item) for item in await self._cluster_roles.cached()]
         for role in roles:
             if role.get("aggregationRule") is None:
                 continue

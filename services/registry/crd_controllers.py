@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from services.registry import crds, custom, rounds
-from services.registry.store import Paging, Rendering, Store
+from services.registry.store import Store
 from strata import telemetry
 from strata.api.errors import StatusError
 from strata.storage import Storage
@@ -25,11 +25,6 @@ CLEANUP_INTERVAL_SECONDS = 0.5
 Obj = dict[str, Any]
 
 log = telemetry.get_logger("strata.registry.crds")
-
-
-async def _listed(store: Store) -> list[Obj]:
-    page = await store.list(store.selection("", "", ""), Paging(resource_version="0"), Rendering())
-    return [orjson.loads(item) for item in page.items]
 
 
 async def _write_status(store: Store, crd: Obj) -> Obj | None:
@@ -112,7 +107,7 @@ class CRDNaming:
         await rounds.every(self._interval, "crd naming", self.round_once)
 
     async def round_once(self) -> None:
-        listed = await _listed(self._crds)
+        listed = [orjson.loads(item) for item in await self._crds.cached()]
         for i, crd in enumerate(listed):
             status = crd.get("status") or {}
             requested = crds.spec(crd).get("names") or {}
@@ -159,7 +154,7 @@ class CRDCleanup:
         await rounds.every(self._interval, "crd cleanup", self.round_once)
 
     async def round_once(self) -> None:
-        for crd in await _listed(self._crds):
+        for crd in [orjson.loads(item) for item in await self._crds.cached()]:
             metadata = crd["metadata"]
             if metadata.get("deletionTimestamp") and crds.CLEANUP_FINALIZER in (
                 metadata.get("finalizers") or []
@@ -182,11 +177,7 @@ class CRDCleanup:
                 if await _write_status(self._crds, crd) is None:
                     return
             stored = next((r for r in resources if not r.storage_version), resources[0])
-            store = Store(stored, self._storage)
-            everything = store.selection("", "", "")
-            await store.delete_collection(everything, Paging())
-            left = await store.list(everything, Paging(limit=1), Rendering())
-            if left.items:
+            if not await Store(stored, self._storage).empty():
                 return  # resources with finalizers of their own: the next round looks again
         await self._crds.remove_finalizer("", name, crds.CLEANUP_FINALIZER)
         log.info("custom resources deleted with their definition", crd=name)

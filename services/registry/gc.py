@@ -24,7 +24,7 @@ import orjson
 from services.registry import rounds
 from services.registry.deletion import FOREGROUND_FINALIZER, ORPHAN_FINALIZER
 from services.registry.served import ServedStores
-from services.registry.store import Paging, Rendering, Store
+from services.registry.store import Rendering, Store
 from strata import telemetry
 from strata.api.errors import StatusError
 
@@ -81,13 +81,11 @@ class GarbageCollector:
         every = await self._served.every()
         self._by_kind = {(s.resource.api_version, s.resource.kind): s for s in every}
         for store in await self._served.distinct():
-            everything = store.selection("", "", "")
-            page = await store.list(everything, Paging(resource_version="0"), Rendering())
             # Only owned objects and objects being deleted matter; the rest are
             # skipped undecoded, which keeps a round cheap on a large cluster.
             nodes.extend(
                 Node(store, orjson.loads(item))
-                for item in page.items
+                for item in await store.cached()
                 if _OWNED in item or _DELETING in item
             )
         dependents: dict[str, list[Node]] = {}

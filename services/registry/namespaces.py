@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 import orjson
 
 from services.registry import rounds
-from services.registry.store import TERMINATING, Paging, Rendering, Store
+from services.registry.store import TERMINATING, Store
 from strata import telemetry
 
 FINALIZER = "kubernetes"
@@ -44,10 +44,8 @@ class NamespaceLifecycle:
             await self._finish(name)
 
     async def _terminating(self) -> list[str]:
-        everything = self._namespaces.selection("", "", "")
-        page = await self._namespaces.list(everything, Paging(resource_version="0"), Rendering())
         names = []
-        for item in page.items:
+        for item in await self._namespaces.cached():
             obj = orjson.loads(item)
             spec_finalizers = (obj.get("spec") or {}).get("finalizers") or []
             if obj.get("status", {}).get("phase") == TERMINATING and FINALIZER in spec_finalizers:
@@ -55,12 +53,8 @@ class NamespaceLifecycle:
         return names
 
     async def _finish(self, namespace: str) -> None:
-        left = 0
-        for store in [s for s in await self._stores() if s.resource.namespaced]:
-            selection = store.selection(namespace, "", "")
-            await store.delete_collection(selection, Paging())
-            left += len((await store.list(selection, Paging(limit=1), Rendering())).items)
-        if left:
+        emptied = [await s.empty(namespace) for s in await self._stores() if s.resource.namespaced]
+        if not all(emptied):
             return  # objects with finalizers still hold it: the next round looks again
         await self._namespaces.remove_finalizer("", namespace, FINALIZER, spec=True)
         log.info("namespace emptied and finalized", namespace=namespace)

@@ -67,6 +67,8 @@ from strata.storage import (
 )
 
 Obj = dict[str, Any]
+# (Store's own list method shadows the builtin inside the class.)
+Items = list[bytes]
 _GENERATE_NAME_ATTEMPTS = 8
 TERMINATING = "Terminating"
 # kube's NamespaceLifecycle keeps these whatever a client asks.
@@ -558,6 +560,12 @@ class Store:
             return dataclasses.replace(page, items=[], table=table)
         return page
 
+    async def cached(self) -> Items:
+        """Every object of the resource, as the cache has them (what a
+        controller's round goes through)."""
+        everything = self.selection("", "", "")
+        return (await self.list(everything, Paging(resource_version="0"), Rendering())).items
+
     def watch_target(
         self,
         selection: Selection,
@@ -845,6 +853,13 @@ class Store:
                 raise
             deleted.append(self._served(value))
         return Page(items=deleted, resource_version=listed.resource_version)
+
+    async def empty(self, namespace: str = "") -> bool:
+        """Delete every object (in namespace, when given), each as a client's
+        delete would; whether none is left (finalizers may hold some back)."""
+        everything = self.selection(namespace, "", "")
+        await self.delete_collection(everything, Paging())
+        return not (await self.list(everything, Paging(limit=1), Rendering())).items
 
     async def _delete(
         self,
