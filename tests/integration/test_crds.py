@@ -657,8 +657,13 @@ async def test_deleting_a_crd_deletes_its_custom_resources(
         return bool(conditions["Terminating"]["reason"] == "InstanceDeletionInProgress")
 
     await until(http, f"{CRDS}/{name}", in_progress)
-    listed = await answer(http, "GET", f"/apis/{group}/v1/doodads", 200)
-    assert [i["metadata"]["name"] for i in listed["items"]] == ["d0"]
+
+    # The controller deletes the rest one by one; only the held one stays.
+    def only_held(listed: Obj) -> bool:
+        return [i["metadata"]["name"] for i in listed["items"]] == ["d0"]
+
+    listed = await until(http, f"/apis/{group}/v1/doodads", only_held)
+    assert listed["items"][0]["metadata"]["namespace"] == namespaces[0]
     # While it is terminating, nothing new can be created.
     body = {"apiVersion": f"{group}/v1", "kind": "Doodad", "metadata": {"name": "late"}}
     body["spec"] = {"color": "red"}
