@@ -1,11 +1,12 @@
 """Storage service throughput next to raw etcd, in one run on one machine.
 
-    python bench/storage.py [--seconds 3] [--concurrency 1,16,64] [--page-items 1000]
+    python bench/storage.py [--seconds 3] [--rounds 5] [--concurrency 1,16,64] [--page-items 1000]
 
 Starts etcd and the storage service (tracing on at the default sampling rate,
 exported over OTLP to a receiver in this process), then for each concurrency
-measures, alternating strata and raw etcd so both see the same machine at the
-same moment:
+measures, alternating strata and raw etcd in short rounds so both see the same
+machine at the same moment (this machine's other tenants come and go within
+seconds; the median of the rounds' ratios is what the run reports):
   put   strata: Storage.Create of a new ~1 KiB object   etcd: Put of the same bytes
   get   strata: Storage.Get (linearizable)              etcd: Range of one key
   page  strata: Storage.List with limit 1000            etcd: Range with limit 1000
@@ -25,6 +26,7 @@ import asyncio
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -62,49 +64,64 @@ def value(name: str) -> bytes:
 Op = Callable[[int, int], Awaitable[None]]
 
 
-async def rate(
-    op: Op, concurrency: int, seconds: float, processes: dict[str, int]
-) -> tuple[float, dict[str, float]]:
-    """Operations per second, and microseconds of CPU per operation in each process."""
-    done = [0] * concurrency
-    deadline = time.monotonic() + seconds
+class Tally:
+    """Operations, seconds and CPU seconds per process, summed over rounds."""
 
-    async def worker(w: int) -> None:
-        i = 0
-        while time.monotonic() < deadline:
-            await op(w, i)
-            done[w] += 1
-            i += 1
+    def __init__(self, processes: dict[str, int]) -> None:
+        self.processes = processes
+        self.count = 0
+        self.elapsed = 0.0
+        self.cpu = dict.fromkeys(processes, 0.0)
+        self.rates: list[float] = []
 
-    before = {name: cpu_seconds(pid) for name, pid in processes.items()}
-    start = time.monotonic()
-    await asyncio.gather(*(worker(w) for w in range(concurrency)))
-    elapsed = time.monotonic() - start
-    count = sum(done)
-    cpu = {
-        name: round((cpu_seconds(pid) - before[name]) / count * 1e6, 1)
-        for name, pid in processes.items()
-    }
-    return count / elapsed, cpu
+    @property
+    def rate(self) -> float:
+        return self.count / self.elapsed
+
+    def cpu_us_per_op(self) -> dict[str, float]:
+        return {name: round(seconds / self.count * 1e6, 1) for name, seconds in self.cpu.items()}
+
+    async def run(self, op: Op, concurrency: int, seconds: float, first: int) -> None:
+        """One round of op from concurrency workers; each numbers its calls from first."""
+        done = [0] * concurrency
+        deadline = time.monotonic() + seconds
+
+        async def worker(w: int) -> None:
+            i = first
+            while time.monotonic() < deadline:
+                await op(w, i)
+                done[w] += 1
+                i += 1
+
+        before = {name: cpu_seconds(pid) for name, pid in self.processes.items()}
+        start = time.monotonic()
+        await asyncio.gather(*(worker(w) for w in range(concurrency)))
+        elapsed = time.monotonic() - start
+        self.count += sum(done)
+        self.elapsed += elapsed
+        self.rates.append(sum(done) / elapsed)
+        for name, pid in self.processes.items():
+            self.cpu[name] += cpu_seconds(pid) - before[name]
 
 
 def _operations(
     store: GrpcStorage, etcd: Etcd, run: str, page_items: int
 ) -> dict[str, tuple[Op, Op]]:
     """(strata, raw etcd) operation pairs for one concurrency level."""
-    written: dict[int, int] = {}
+    written: dict[int, list[int]] = {}
     base = b"/registry/pages/bench/"
     expected_page = min(1000, page_items)
 
     async def put_strata(w: int, i: int) -> None:
         await store.create(f"/things/{run}/s-{w}-{i}", value(f"s-{w}-{i}"))
-        written[w] = max(written.get(w, 0), i + 1)
+        written.setdefault(w, []).append(i)
 
     async def put_etcd(w: int, i: int) -> None:
         await etcd.put(f"/raw/{run}/e-{w}-{i}".encode(), value(f"e-{w}-{i}"))
 
     def existing(w: int, i: int) -> str:
-        return f"/things/{run}/s-{w}-{i % max(written.get(w, 1), 1)}"
+        mine = written[w]
+        return f"/things/{run}/s-{w}-{mine[i % len(mine)]}"
 
     async def get_strata(w: int, i: int) -> None:
         await store.get(existing(w, i))
@@ -143,19 +160,29 @@ async def bench(
         ops = _operations(store, etcd, f"c{concurrency}-{os.urandom(3).hex()}", args.page_items)
         row: dict[str, dict[str, object]] = {}
         for op, (strata_op, etcd_op) in ops.items():
-            seconds = args.seconds if op != "page" else args.seconds * 2
-            strata_rate, strata_cpu = await rate(strata_op, concurrency, seconds, strata_processes)
-            etcd_rate, etcd_cpu = await rate(etcd_op, concurrency, seconds, etcd_processes)
+            seconds = (args.seconds if op != "page" else args.seconds * 2) / args.rounds
+            strata, etcd_side = Tally(strata_processes), Tally(etcd_processes)
+            for _ in range(args.rounds):
+                await strata.run(strata_op, concurrency, seconds, strata.count)
+                await etcd_side.run(etcd_op, concurrency, seconds, etcd_side.count)
+            ratios = sorted(s / e for s, e in zip(strata.rates, etcd_side.rates, strict=True))
+            ratio = statistics.median(ratios)
             row[op] = {
-                "strata": round(strata_rate, 1),
-                "etcd": round(etcd_rate, 1),
-                "ratio": round(strata_rate / etcd_rate, 3),
-                "cpu_us_per_op": {"strata": strata_cpu, "etcd": etcd_cpu},
+                "strata": round(strata.rate, 1),
+                "etcd": round(etcd_side.rate, 1),
+                "ratio": round(ratio, 3),
+                "round_ratios": [round(r, 3) for r in ratios],
+                "cpu_us_per_op": {
+                    "strata": strata.cpu_us_per_op(),
+                    "etcd": etcd_side.cpu_us_per_op(),
+                },
             }
             print(
-                f"c={concurrency:<3} {op:<5} strata {strata_rate:9.1f}/s  "
-                f"etcd {etcd_rate:9.1f}/s  ratio {strata_rate / etcd_rate:.3f}  "
-                f"cpu us/op strata {_cpu_text(strata_cpu)}  etcd {_cpu_text(etcd_cpu)}",
+                f"c={concurrency:<3} {op:<5} strata {strata.rate:9.1f}/s  "
+                f"etcd {etcd_side.rate:9.1f}/s  ratio {ratio:.3f} "
+                f"(rounds {ratios[0]:.3f}..{ratios[-1]:.3f})  "
+                f"cpu us/op strata {_cpu_text(strata.cpu_us_per_op())}  "
+                f"etcd {_cpu_text(etcd_side.cpu_us_per_op())}",
                 flush=True,
             )
         table[str(concurrency)] = row
@@ -166,6 +193,7 @@ async def bench(
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
         "seconds_per_phase": args.seconds,
+        "rounds": args.rounds,
         "page_items": args.page_items,
         "per_second": table,
     }
@@ -180,7 +208,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
-    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--seconds", type=float, default=3.0, help="per side and operation")
+    parser.add_argument("--rounds", type=int, default=5, help="strata/etcd alternations")
     parser.add_argument("--concurrency", default="1,16,64")
     parser.add_argument("--page-items", type=int, default=1000)
     args = parser.parse_args()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -68,8 +69,23 @@ log = telemetry.get_logger("strata.storage.metrics")
 
 def resource_label(key: str) -> str:
     """ "configmaps" for "/configmaps/ns/a"; "widgets.example.com" for a custom resource."""
-    group, resource = resource_of(key)
+    # What names the resource is in the key's first two segments; the rest
+    # (a name) would only make the cache miss.
+    second = key.find("/", 1)
+    end = key.find("/", second + 1) if second > 0 else -1
+    return _label_of(key if end < 0 else key[: end + 1])
+
+
+@functools.lru_cache(maxsize=4096)
+def _label_of(head: str) -> str:
+    group, resource = resource_of(head)
     return f"{resource}.{group}" if group else resource
+
+
+@functools.lru_cache(maxsize=4096)
+def _etcd_duration(operation: str, label: str) -> Histogram:
+    """The labelled child: prometheus_client's labels() checks and locks on every call."""
+    return ETCD_REQUEST_DURATION.labels(operation, label)
 
 
 class etcd_request:
@@ -87,7 +103,7 @@ class etcd_request:
         self._started = time.perf_counter()
 
     def __exit__(self, *_: object) -> None:
-        ETCD_REQUEST_DURATION.labels(self._operation, resource_label(self._key)).observe(
+        _etcd_duration(self._operation, resource_label(self._key)).observe(
             time.perf_counter() - self._started
         )
 

@@ -83,21 +83,36 @@ def _prefix_label(stored: bytes) -> str:
     return b":".join(stored.split(b":", 5)[:5]).decode(errors="replace")
 
 
-def _unchanged_since(ekey: bytes, mod_revision: int) -> Compare:
-    return Compare(key=ekey, target=Compare.MOD, result=Compare.EQUAL, mod_revision=mod_revision)
+def _guarded(ekey: bytes, *, unchanged_since: int | None) -> rpc_pb2.TxnRequest:
+    """A Txn on ekey whose success branch (left for the caller to fill) runs if the
+    key is unchanged since that mod revision, or, given None, does not exist.
+
+    Built in place: upb copies every message handed to a constructor, and this
+    runs on every write. A create has no failure branch (kube's has none: a
+    failed compare says the key exists); other writes read the key back there,
+    to tell a missing key from a changed one.
+    """
+    request = rpc_pb2.TxnRequest()
+    compare = request.compare.add()
+    compare.key = ekey
+    compare.result = Compare.EQUAL
+    if unchanged_since is not None:
+        compare.target = Compare.MOD
+        compare.mod_revision = unchanged_since
+        request.failure.add().request_range.key = ekey
+    else:
+        compare.target = Compare.CREATE
+        compare.create_revision = 0
+    return request
 
 
-def _absent(ekey: bytes) -> Compare:
-    return Compare(key=ekey, target=Compare.CREATE, result=Compare.EQUAL, create_revision=0)
-
-
-def _txn(ekey: bytes, condition: Compare, then: rpc_pb2.RequestOp) -> rpc_pb2.TxnRequest:
-    """If condition holds do then; otherwise read the key back (to tell why)."""
-    return rpc_pb2.TxnRequest(
-        compare=[condition],
-        success=[then],
-        failure=[rpc_pb2.RequestOp(request_range=rpc_pb2.RangeRequest(key=ekey))],
-    )
+def _put(
+    ekey: bytes, value: bytes, lease: int, *, unchanged_since: int | None = None
+) -> rpc_pb2.TxnRequest:
+    request = _guarded(ekey, unchanged_since=unchanged_since)
+    put = request.success.add().request_put
+    put.key, put.value, put.lease = ekey, value, lease
+    return request
 
 
 class _etcd_errors:
@@ -204,10 +219,7 @@ class EtcdStorage:
         self._on_resource(key)
         with _etcd_errors(key), metrics.etcd_request("create", key):
             lease = await self._leases.lease_for(ttl_seconds) if ttl_seconds > 0 else 0
-            put = rpc_pb2.PutRequest(key=ekey, value=data, lease=lease)
-            response = await self._etcd.txn(
-                _txn(ekey, _absent(ekey), rpc_pb2.RequestOp(request_put=put))
-            )
+            response = await self._etcd.txn(_put(ekey, data, lease))
         if not response.succeeded:
             raise KeyExists(key)
         revision = response.header.revision
@@ -220,13 +232,9 @@ class EtcdStorage:
         obj, data = objects.for_etcd(key, value)
         with _etcd_errors(key), metrics.etcd_request("update", key):
             lease = await self._leases.lease_for(ttl_seconds) if ttl_seconds > 0 else 0
-            put = rpc_pb2.PutRequest(key=ekey, value=self._sealed(key, ekey, data), lease=lease)
+            sealed = self._sealed(key, ekey, data)
             response = await self._etcd.txn(
-                _txn(
-                    ekey,
-                    _unchanged_since(ekey, expected_resource_version),
-                    rpc_pb2.RequestOp(request_put=put),
-                )
+                _put(ekey, sealed, lease, unchanged_since=expected_resource_version)
             )
         if not response.succeeded:
             if not response.responses[0].response_range.kvs:
@@ -239,7 +247,6 @@ class EtcdStorage:
         self, key: str, *, preconditions: Preconditions | None = None
     ) -> storage_pb2.Object:
         ekey = self._etcd_key(key)
-        remove = rpc_pb2.RequestOp(request_delete_range=rpc_pb2.DeleteRangeRequest(key=ekey))
         with _etcd_errors(key), metrics.etcd_request("delete", key):
             current = await self._etcd.range(ekey)
             while True:
@@ -250,9 +257,9 @@ class EtcdStorage:
                     check_preconditions(
                         self._object(ekey, kv.value, kv.mod_revision), preconditions
                     )
-                response = await self._etcd.txn(
-                    _txn(ekey, _unchanged_since(ekey, kv.mod_revision), remove)
-                )
+                remove = _guarded(ekey, unchanged_since=kv.mod_revision)
+                remove.success.add().request_delete_range.key = ekey
+                response = await self._etcd.txn(remove)
                 if response.succeeded:
                     return self._object(ekey, kv.value, response.header.revision)
                 current = response.responses[0].response_range

@@ -116,8 +116,13 @@ class GrpcStorage:
         """request sent as method (pipelined when enabled); the named part of its answer."""
         if self._pipeline is None:
             return await _call(getattr(self._stub, method)(request))
-        with telemetry.client_span(_tracer, f"{SERVICE_NAME}/{method}") as parent:
-            call = storage_pb2.Call(traceparent=parent, **{field: request})
+        call = storage_pb2.Call()
+        getattr(call, field).CopyFrom(request)
+        if telemetry.sampled():
+            with telemetry.client_span(_tracer, f"{SERVICE_NAME}/{method}") as parent:
+                call.traceparent = parent
+                result = await self._pipeline.call(call)
+        else:  # most calls: no span, and no context manager per call to find that out
             result = await self._pipeline.call(call)
         if result.WhichOneof("response") == "failure":
             raise from_failure(result.failure)

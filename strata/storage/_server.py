@@ -260,17 +260,23 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
         if kind is None:
             empty = storage_pb2.Failure(error="InvalidRequest", message="empty call")
             return wire.result(call.id, "failure", empty.SerializeToString())
+        if not call.traceparent:  # most calls: no span to open (a context manager per call)
+            return await self._result(call, kind)
+        method = self._operations[kind][0]
+        with telemetry.server_span(_tracer, f"{SERVICE_NAME}/{method}", call.traceparent):
+            return await self._result(call, kind)
+
+    async def _result(self, call: storage_pb2.Call, kind: str) -> bytes:
         method, operation, field = self._operations[kind]
         request = getattr(call, kind)
-        with telemetry.server_span(_tracer, f"{SERVICE_NAME}/{method}", call.traceparent):
-            try:
-                answer = await operation(request)
-            except StorageError as e:
-                return wire.result(call.id, "failure", failure(e).SerializeToString())
-            except Exception as e:  # a bug must still answer, or the caller waits forever
-                _log.exception("pipelined call failed", method=method)
-                unexpected = StorageError(getattr(request, "key", ""), f"{type(e).__name__}: {e}")
-                return wire.result(call.id, "failure", failure(unexpected).SerializeToString())
+        try:
+            answer = await operation(request)
+        except StorageError as e:
+            return wire.result(call.id, "failure", failure(e).SerializeToString())
+        except Exception as e:  # a bug must still answer, or the caller waits forever
+            _log.exception("pipelined call failed", method=method)
+            unexpected = StorageError(getattr(request, "key", ""), f"{type(e).__name__}: {e}")
+            return wire.result(call.id, "failure", failure(unexpected).SerializeToString())
         payload = wire.list_response(answer) if field == "list" else answer.SerializeToString()
         return wire.result(call.id, field, payload)
 

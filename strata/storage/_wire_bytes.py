@@ -28,6 +28,8 @@ RESULT_FIELDS = {
 
 
 def varint(value: int) -> bytes:
+    if 0 <= value < 0x80:  # ids and small lengths: most calls
+        return _SMALL[value]
     if value < 0:
         value += 1 << 64
     out = bytearray()
@@ -39,6 +41,9 @@ def varint(value: int) -> bytes:
         else:
             out.append(byte)
             return bytes(out)
+
+
+_SMALL = [bytes((i,)) for i in range(0x80)]
 
 
 def _key(field: int, wire_type: int) -> bytes:
@@ -65,20 +70,27 @@ def list_response(result: ListResult) -> bytes:
     return b"".join(parts)
 
 
+_RESULT_ID_KEY = _key(RESULT_ID, _VARINT)
+_RESULT_FIELD_KEYS = {name: _key(number, _LEN) for name, number in RESULT_FIELDS.items()}
+
+
 def result(call_id: int, field: str, payload: bytes) -> bytes:
     """Result bytes: the call's id and one answer field carrying payload."""
-    return (
-        _key(RESULT_ID, _VARINT)
-        + varint(call_id)
-        + _length_delimited(RESULT_FIELDS[field], payload)
+    return b"".join(
+        (_RESULT_ID_KEY, varint(call_id), _RESULT_FIELD_KEYS[field], varint(len(payload)), payload)
     )
+
+
+_REPEATED_KEY = _key(1, _LEN)
 
 
 def repeated(encoded: list[bytes]) -> bytes:
     """The bytes of a message whose field 1 repeats the given messages (Results of
     Result bytes, WatchFrames of WatchFrame bytes)."""
-    key = _key(1, _LEN)
-    return b"".join(key + varint(len(r)) + r for r in encoded)
+    parts: list[bytes] = []
+    for r in encoded:
+        parts += (_REPEATED_KEY, varint(len(r)), r)
+    return b"".join(parts)
 
 
 def watch_frame(

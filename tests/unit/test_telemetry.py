@@ -4,13 +4,32 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
 
 import pytest
+import structlog
 from opentelemetry.sdk.trace import TracerProvider
 
 from strata.telemetry._logging import configure_logging, get_logger
 
 
+@pytest.fixture
+def restored_logging() -> Iterator[None]:
+    """The logging configuration as it was before the test: configure_logging holds
+    the test's captured stderr, which is closed once the test ends (a later log
+    line from any test would fail on it)."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    try:
+        yield
+    finally:
+        structlog.reset_defaults()
+        structlog.contextvars.clear_contextvars()
+        root.handlers[:] = handlers
+        root.setLevel(level)
+
+
+@pytest.mark.usefixtures("restored_logging")
 def test_log_lines_carry_trace_ids(capsys: pytest.CaptureFixture[str]) -> None:
     configure_logging("strata-test")
     tracer = TracerProvider().get_tracer("test")
