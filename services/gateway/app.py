@@ -17,6 +17,7 @@ from opentelemetry.instrumentation.aiohttp_server import AioHttpServerInstrument
 from services.gateway import health
 from services.gateway.catalog import Catalog
 from services.gateway.handlers import ResourceHandlers, json_response, status_response
+from services.gateway.openapi import OpenAPIv3
 from strata import telemetry
 from strata.api import errors
 from strata.api.errors import StatusError
@@ -28,6 +29,7 @@ MAX_BODY_BYTES = 3 * 1024 * 1024
 # Paths kube's system:public-info-viewer role opens to anyone.
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})
 KUBE_VERSION = ("1", "32")
+GIT_VERSION = f"v{KUBE_VERSION[0]}.{KUBE_VERSION[1]}.0-strata"
 
 log = telemetry.get_logger("strata.gateway")
 
@@ -93,7 +95,7 @@ def build_app(
                 {
                     "major": major,
                     "minor": minor,
-                    "gitVersion": f"v{major}.{minor}.0-strata",
+                    "gitVersion": GIT_VERSION,
                     "gitCommit": "",
                     "gitTreeState": "clean",
                     "buildDate": "1970-01-01T00:00:00Z",
@@ -122,6 +124,9 @@ def build_app(
     app.router.add_get("/api/", api)
     app.router.add_get("/apis", apis)
     app.router.add_get("/apis/", apis)
+    openapi = OpenAPIv3(catalog, GIT_VERSION)
+    app.router.add_get("/openapi/v3", openapi.index)
+    app.router.add_get("/openapi/v3/{path:.+}", openapi.group_version)
     app.router.add_route("*", "/api/{tail:.+}", resources.handle)
     app.router.add_route("*", "/apis/{tail:.+}", resources.handle)
     return app

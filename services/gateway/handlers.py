@@ -73,6 +73,19 @@ def _dry_run(values: list[str], options_kind: str) -> bool:
     return bool(values)
 
 
+FIELD_VALIDATIONS = ("", "Ignore", "Strict", "Warn")
+
+
+def _field_validation(request: web.Request, options_kind: str) -> str:
+    """The write's fieldValidation (kube's ValidateFieldValidation: one of four
+    values, "" among them; anything else is a 422 on the request's options)."""
+    value = request.query.get("fieldValidation", "")
+    if value not in FIELD_VALIDATIONS:
+        cause = not_supported("fieldValidation", value, FIELD_VALIDATIONS)
+        raise errors.invalid(options_kind, "", [cause], "meta.k8s.io")
+    return value
+
+
 class ResourceHandlers:
     def __init__(self, registry: registry_pb2_grpc.RegistryAsyncStub, catalog: Catalog) -> None:
         self._registry = registry
@@ -133,12 +146,16 @@ class ResourceHandlers:
             self._require(api, "create", info)
             if api.namespaced and not info.namespace:
                 raise errors.path_not_found()
+            # As kube's: the options are checked before the body is read.
+            dry_run = _dry_run(request.query.getall("dryRun", []), "CreateOptions")
+            field_validation = _field_validation(request, "CreateOptions")
             body = await negotiation.body_as_json(
                 request.headers.get("Content-Type", ""), await request.read()
             )
-            dry_run = _dry_run(request.query.getall("dryRun", []), "CreateOptions")
             created = await self._registry.Create(
-                registry_pb2.CreateRequest(resource=ref, body=body, dry_run=dry_run)
+                registry_pb2.CreateRequest(
+                    resource=ref, body=body, dry_run=dry_run, field_validation=field_validation
+                )
             )
             return object_response(created, 201)
         if method == "PUT" and info.name:
@@ -186,10 +203,11 @@ class ResourceHandlers:
         self, request: web.Request, ref: registry_pb2.ResourceRef, info: paths.RequestInfo
     ) -> web.Response:
         """PUT of an object or of one of its subresources."""
+        dry_run = _dry_run(request.query.getall("dryRun", []), "UpdateOptions")
+        field_validation = _field_validation(request, "UpdateOptions")
         body = await negotiation.body_as_json(
             request.headers.get("Content-Type", ""), await request.read()
         )
-        dry_run = _dry_run(request.query.getall("dryRun", []), "UpdateOptions")
         updated = await self._registry.Update(
             registry_pb2.UpdateRequest(
                 resource=ref,
@@ -197,6 +215,7 @@ class ResourceHandlers:
                 body=body,
                 dry_run=dry_run,
                 subresource=info.subresource,
+                field_validation=field_validation,
             )
         )
         return object_response(updated)
@@ -220,6 +239,7 @@ class ResourceHandlers:
             raise errors.unsupported_media_type(request.headers.get("Content-Type", ""), accepted)
         patch = await request.read()
         dry_run = _dry_run(request.query.getall("dryRun", []), "PatchOptions")
+        field_validation = _field_validation(request, "PatchOptions")
         while True:
             current = await self._registry.Get(
                 registry_pb2.GetRequest(resource=ref, name=info.name, subresource=info.subresource)
@@ -238,6 +258,7 @@ class ResourceHandlers:
                         body=orjson.dumps(patched),
                         dry_run=dry_run,
                         subresource=info.subresource,
+                        field_validation=field_validation,
                     )
                 )
             except grpc.aio.AioRpcError as e:

@@ -75,11 +75,10 @@ class CustomResourceStrategy:
         return validate_object_meta_update(obj, old) + schema.validate(obj, self.schema)
 
 
-def _normalize(version_schema: schema.Schema, obj: Obj) -> None:
-    """Prune what the schema does not know (each field dropped is a warning, as
-    kube's default fieldValidation=Warn gives) and fill in its defaults."""
-    for field in schema.prune(obj, version_schema):
-        warnings.warn(f'unknown field "{field}"')
+def _normalize(version_schema: schema.Schema, kind: str, version: str, obj: Obj) -> None:
+    """Prune what the schema does not know (the fields dropped go to the
+    request's fieldValidation) and fill in its defaults."""
+    warnings.unknown_fields(kind, version, schema.prune(obj, version_schema))
     schema.default(obj, version_schema)
 
 
@@ -203,7 +202,10 @@ def resources_of(crd: Obj) -> list[Resource]:
                 columns=_columns(version),
                 custom=True,
                 storage_version=storage if storage != name else "",
-                normalize=functools.partial(_normalize, version_schema),
+                normalize=functools.partial(
+                    _normalize, version_schema, str(accepted.get("kind", "")), name
+                ),
+                schema=version_schema,
             )
         )
     return resources

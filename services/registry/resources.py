@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.registry import apps, crds, events, rbac, services
+from services.registry import apps, crds, events, kind_schemas, rbac, services
 from services.registry.coordination import LeaseStrategy
 from services.registry.secrets import SecretStrategy, ServiceAccountStrategy
 from services.registry.strategy import (
@@ -99,6 +99,9 @@ class Resource:
     # resources), and what else marking one for deletion changes.
     deletion_finalizer: str = ""
     on_delete: Callable[[Obj], None] | None = None
+    # The kind's OpenAPI v3 schema, as /openapi/v3 publishes it (None: an object
+    # with nothing described beyond what every kind has).
+    schema: Obj | None = None
 
     @property
     def subresources(self) -> tuple[str, ...]:
@@ -216,6 +219,7 @@ class ConfigMapStrategy:
 
 
 NAMESPACES = Resource(
+    schema=kind_schemas.NAMESPACE,
     group="",
     version="v1",
     name="namespaces",
@@ -241,6 +245,7 @@ NAMESPACES = Resource(
 )
 
 CONFIGMAPS = Resource(
+    schema=kind_schemas.CONFIG_MAP,
     group="",
     version="v1",
     name="configmaps",
@@ -257,6 +262,7 @@ CONFIGMAPS = Resource(
 )
 
 SECRETS = Resource(
+    schema=kind_schemas.SECRET,
     group="",
     version="v1",
     name="secrets",
@@ -273,6 +279,7 @@ SECRETS = Resource(
 )
 
 SERVICE_ACCOUNTS = Resource(
+    schema=kind_schemas.SERVICE_ACCOUNT,
     group="",
     version="v1",
     name="serviceaccounts",
@@ -289,6 +296,7 @@ SERVICE_ACCOUNTS = Resource(
 )
 
 LEASES = Resource(
+    schema=kind_schemas.LEASE,
     group="coordination.k8s.io",
     version="v1",
     name="leases",
@@ -305,6 +313,7 @@ LEASES = Resource(
 
 
 EVENTS = Resource(
+    schema=kind_schemas.EVENT,
     group="",
     version="v1",
     name="events",
@@ -396,6 +405,7 @@ def _containers(obj: Obj, field: str) -> str:
 
 _DEPLOYMENT_STRATEGY = apps.DeploymentStrategy()
 DEPLOYMENTS = Resource(
+    schema=kind_schemas.DEPLOYMENT,
     group="apps",
     version="v1",
     name="deployments",
@@ -456,6 +466,7 @@ DEPLOYMENTS = Resource(
 )
 
 SERVICES = Resource(
+    schema=kind_schemas.SERVICE,
     group="",
     version="v1",
     name="services",
@@ -506,6 +517,7 @@ SERVICES = Resource(
 )
 
 ENDPOINTS = Resource(
+    schema=kind_schemas.ENDPOINTS,
     group="",
     version="v1",
     name="endpoints",
@@ -534,8 +546,11 @@ CREATED_AT_COLUMN = Column(
 )
 
 
-def _rbac(name: str, kind: str, strategy: Strategy, columns: tuple[Column, ...]) -> Resource:
+def _rbac(
+    name: str, kind: str, strategy: Strategy, columns: tuple[Column, ...], schema: Obj
+) -> Resource:
     return Resource(
+        schema=schema,
         group=rbac.GROUP,
         version="v1",
         name=name,
@@ -574,9 +589,15 @@ _IMMUTABLE_REF = (
     "If the RoleRef cannot be resolved, the Authorizer must return an error. This field is "
     "immutable."
 )
-ROLES = _rbac("roles", "Role", rbac.RoleStrategy(), (NAME_COLUMN, CREATED_AT_COLUMN))
+ROLES = _rbac(
+    "roles", "Role", rbac.RoleStrategy(), (NAME_COLUMN, CREATED_AT_COLUMN), kind_schemas.ROLE
+)
 CLUSTER_ROLES = _rbac(
-    "clusterroles", "ClusterRole", rbac.ClusterRoleStrategy(), (NAME_COLUMN, CREATED_AT_COLUMN)
+    "clusterroles",
+    "ClusterRole",
+    rbac.ClusterRoleStrategy(),
+    (NAME_COLUMN, CREATED_AT_COLUMN),
+    kind_schemas.CLUSTER_ROLE,
 )
 ROLE_BINDINGS = _rbac(
     "rolebindings",
@@ -587,6 +608,7 @@ ROLE_BINDINGS = _rbac(
         f"namespace. {_IMMUTABLE_REF}",
         "roleBinding",
     ),
+    kind_schemas.ROLE_BINDING,
 )
 CLUSTER_ROLE_BINDINGS = _rbac(
     "clusterrolebindings",
@@ -596,10 +618,12 @@ CLUSTER_ROLE_BINDINGS = _rbac(
         f"RoleRef can only reference a ClusterRole in the global namespace. {_IMMUTABLE_REF}",
         "clusterRoleBinding",
     ),
+    kind_schemas.CLUSTER_ROLE_BINDING,
 )
 
 _CRD_STRATEGY = crds.CRDStrategy()
 CUSTOM_RESOURCE_DEFINITIONS = Resource(
+    schema=kind_schemas.CUSTOM_RESOURCE_DEFINITION,
     group=crds.GROUP,
     version="v1",
     name="customresourcedefinitions",

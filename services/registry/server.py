@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TypeVar
 
 import grpc
+import orjson
 
 from services.registry import warnings
 from services.registry.deletion import DeleteOptions
@@ -31,10 +32,10 @@ async def _answer(context: Context, call: Callable[[], Awaitable[T]]) -> T:
 
 
 async def _object(
-    context: Context, call: Callable[[], Awaitable[bytes]]
+    context: Context, call: Callable[[], Awaitable[bytes]], field_validation: str = ""
 ) -> registry_pb2.ObjectResponse:
     """The object call answers, with the warnings it gave on the way."""
-    with warnings.collecting() as given:
+    with warnings.collecting(field_validation) as given:
         body = await _answer(context, call)
     return registry_pb2.ObjectResponse(object=body, warnings=given)
 
@@ -54,6 +55,7 @@ def _api_resource(store: Store) -> registry_pb2.APIResource:
         subresources=r.subresources,
         custom=r.custom,
         list_kind=r.list_kind or f"{r.kind}List",
+        schema=orjson.dumps(r.schema) if r.schema is not None else b"",
     )
 
 
@@ -106,7 +108,7 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
             store = await self._store(ref)
             return await store.create(ref.namespace, request.body, dry_run=request.dry_run)
 
-        return await _object(context, create)
+        return await _object(context, create, request.field_validation)
 
     async def Get(
         self, request: registry_pb2.GetRequest, context: Context
@@ -176,7 +178,7 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
                 subresource=request.subresource,
             )
 
-        return await _object(context, update)
+        return await _object(context, update, request.field_validation)
 
     async def Delete(
         self, request: registry_pb2.DeleteRequest, context: Context

@@ -1,29 +1,61 @@
 """Warnings a write earns without being refused (kube's WarningsOnCreate and
-WarningsOnUpdate, and its unknown-field warnings): collected per request while
-the registry handles it, and sent back for the gateway's `Warning` headers."""
+WarningsOnUpdate), and what the request's fieldValidation makes of fields its
+kind does not know: collected per request while the registry handles it, and
+sent back for the gateway's `Warning` headers."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 
-_collected: ContextVar[list[str] | None] = ContextVar("strata_registry_warnings", default=None)
+from strata.api import errors
+
+IGNORE, WARN, STRICT = "Ignore", "Warn", "Strict"
+
+
+@dataclass
+class _Request:
+    field_validation: str
+    given: list[str] = field(default_factory=list)
+
+
+_current: ContextVar[_Request | None] = ContextVar("strata_registry_warnings", default=None)
 
 
 def warn(message: str) -> None:
     """Add a warning to the request being handled (none is: it goes nowhere)."""
-    collected = _collected.get()
-    if collected is not None and message not in collected:
-        collected.append(message)
+    request = _current.get()
+    if request is not None and message not in request.given:
+        request.given.append(message)
+
+
+def unknown_fields(kind: str, version: str, paths: list[str]) -> None:
+    """Fields a body gave that its kind does not know (and that were dropped), as
+    the request's fieldValidation wants them: nothing (Ignore), a warning each
+    (Warn, kube's default), or kube's strict decoding error, a 400 (Strict)."""
+    if not paths:
+        return
+    request = _current.get()
+    directive = request.field_validation if request is not None else WARN
+    if directive == STRICT:
+        listed = ", ".join(f'unknown field "{p}"' for p in paths)
+        raise errors.bad_request(
+            f'{kind} in version "{version}" cannot be handled as a {kind}: '
+            f"strict decoding error: {listed}"
+        )
+    if directive == WARN:
+        for path in paths:
+            warn(f'unknown field "{path}"')
 
 
 @contextmanager
-def collecting() -> Iterator[list[str]]:
-    """The warnings given while the block runs."""
-    collected: list[str] = []
-    token = _collected.set(collected)
+def collecting(field_validation: str = WARN) -> Iterator[list[str]]:
+    """The warnings given while the block runs ("" for fieldValidation is Warn)."""
+    request = _Request(field_validation or WARN)
+    token = _current.set(request)
     try:
-        yield collected
+        yield request.given
     finally:
-        _collected.reset(token)
+        _current.reset(token)

@@ -100,7 +100,7 @@ def test_encryption_rotation_and_reencrypt(tmp_path: Path) -> None:
     try:
         read = kubectl(system, "-n", "enc", "get", "configmap", "a", "-o", "json")
         assert json.loads(read.stdout)["data"] == {"pw": "hunter2"}
-        replaced = kubectl(system, "replace", "--validate=false", "-f", "-", stdin=read.stdout)
+        replaced = kubectl(system, "replace", "-f", "-", stdin=read.stdout)
         assert replaced.returncode == 0, replaced.stderr
         assert (raw(system, "/registry/configmaps/enc/a")).startswith(b"k8s:enc:aesgcm:v1:key2:")
         assert (raw(system, "/registry/configmaps/enc/b")).startswith(b"k8s:enc:aesgcm:v1:key1:")

@@ -132,9 +132,7 @@ def test_configmap_lifecycle_with_watch(system: System, demo: str) -> None:
         assert "kind: ConfigMap" in as_yaml and "k: v" in as_yaml
 
         obj["data"]["k"] = "changed"
-        replaced = kubectl(
-            system, "-n", demo, "replace", "--validate=false", "-f", "-", stdin=json.dumps(obj)
-        )
+        replaced = kubectl(system, "-n", demo, "replace", "-f", "-", stdin=json.dumps(obj))
         assert replaced.stdout.strip() == "configmap/a replaced"
 
         deleted = kubectl(system, "-n", demo, "delete", "configmap", "a")
@@ -225,12 +223,14 @@ def test_leases_are_listed_with_their_holder(system: System, demo: str) -> None:
         "metadata": {"name": "leader", "namespace": demo},
         "spec": {"holderIdentity": "registry-0", "leaseDurationSeconds": 15},
     }
-    # --validate=false: no OpenAPI yet (issue 6).
-    applied = kubectl(system, "create", "--validate=false", "-f", "-", stdin=json.dumps(lease))
+    applied = kubectl(system, "create", "-f", "-", stdin=json.dumps(lease))
     assert applied.stdout.strip() == "lease.coordination.k8s.io/leader created"
     table = kubectl(system, "-n", demo, "get", "leases").stdout.splitlines()
     assert table[0].split() == ["NAME", "HOLDER", "AGE"]
     assert table[1].split()[:2] == ["leader", "registry-0"]
+    explained = kubectl(system, "explain", "lease.spec").stdout
+    assert "holderIdentity\t<string>" in explained
+    assert "leaseDurationSeconds\t<integer>" in explained
 
 
 def test_deleting_a_namespace_deletes_what_is_in_it(system: System) -> None:
@@ -308,8 +308,7 @@ def test_deployments_create_scale_label_and_patch(system: System, demo: str) -> 
 
 def test_apply_creates_configures_and_leaves_unchanged(system: System, demo: str) -> None:
     def apply(manifest: str) -> str:
-        # --validate=false: no OpenAPI yet (issue 6).
-        args = ("-n", demo, "apply", "--validate=false", "-f", "-")
+        args = ("-n", demo, "apply", "-f", "-")
         return kubectl(system, *args, stdin=manifest).stdout.strip()
 
     assert apply(DEPLOYMENT_YAML) == "deployment.apps/applied created"
@@ -452,19 +451,26 @@ spec:
 
 def test_custom_resource_definition_lifecycle(system: System, demo: str) -> None:
     group = f"{demo}.example.com"
-    # --validate=false: no OpenAPI yet (issue 6).
-    applied = kubectl(
-        system, "apply", "--validate=false", "-f", "-", stdin=CRD_YAML.format(group=group)
-    )
+    applied = kubectl(system, "apply", "-f", "-", stdin=CRD_YAML.format(group=group))
     assert applied.stdout.strip() == (
         f"customresourcedefinition.apiextensions.k8s.io/crontabs.{group} created"
     )
     kubectl(system, "wait", "--for=condition=Established", f"crd/crontabs.{group}", "--timeout=10s")
+    # kubectl's default validation is the server's (its OpenAPI says so): an
+    # unknown field is refused, as kube refuses it.
+    typo = CRONTAB_YAML.format(group=group).replace("image:", "imag:")
+    refused = kubectl(system, "-n", demo, "apply", "-f", "-", stdin=typo, check=False)
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == (
+        'Error from server (BadRequest): error when creating "STDIN": CronTab in version "v1" '
+        'cannot be handled as a CronTab: strict decoding error: unknown field "spec.imag"'
+    )
     created = kubectl(
-        system, "-n", demo, "apply", "--validate=false", "-f", "-",
-        stdin=CRONTAB_YAML.format(group=group),
-    )  # fmt: skip
+        system, "-n", demo, "apply", "-f", "-", stdin=CRONTAB_YAML.format(group=group)
+    )
     assert created.stdout.strip() == f"crontab.{group}/nightly created"
+    explained = kubectl(system, "explain", f"crontabs.{group}.spec").stdout
+    assert "FIELDS:" in explained and "cronSpec\t<string>" in explained
     table = kubectl(system, "-n", demo, "get", "ct").stdout.splitlines()
     assert table[0].split() == ["NAME", "SPEC", "REPLICAS"]
     assert table[1].split() == ["nightly", "0", "3", "*", "*", "*", "1"]

@@ -445,6 +445,82 @@ async def test_custom_resources_are_pruned_defaulted_and_stored_where_kube_store
     assert orjson.loads(stored.kvs[0].value)["spec"] == {"color": "red", "replicas": 1}
 
 
+STRICT_ERROR = (
+    'Widget in version "v1" cannot be handled as a Widget: strict decoding error: '
+    'unknown field "spec.extra", unknown field "unknownTop"'
+)
+
+
+async def test_field_validation_decides_what_unknown_fields_earn(
+    http: aiohttp.ClientSession, system_etcd: Etcd, widgets: Obj, namespace: str
+) -> None:
+    group, path = _widgets_at(widgets, namespace)
+    key = f"/registry/{group}/widgets/{namespace}/"
+
+    def unknown(name: str) -> Obj:
+        return {**widget(group, name, extra="x"), "unknownTop": 1}
+
+    before = (await system_etcd.range(b"/", count_only=True)).header.revision
+    strict = await answer(
+        http, "POST", f"{path}?fieldValidation=Strict", 400, json=unknown("strict")
+    )
+    assert (strict["reason"], strict["message"]) == ("BadRequest", STRICT_ERROR)
+    assert not (await system_etcd.range(f"{key}strict".encode())).kvs
+    async with http.post(f"{path}?fieldValidation=Ignore", json=unknown("quiet")) as response:
+        created = orjson.loads(await response.read())
+        assert response.status == 201, created
+        assert "Warning" not in response.headers
+    assert created["spec"] == {"color": "red", "replicas": 1} and "unknownTop" not in created
+    assert (await system_etcd.range(b"/", count_only=True)).header.revision > before
+    # Updates and patches (kubectl apply's) take it too; nothing changes.
+    replaced = {**created, "spec": {"color": "blue", "extra": "x"}, "unknownTop": 1}
+    strict = await answer(http, "PUT", f"{path}/quiet?fieldValidation=Strict", 400, json=replaced)
+    assert strict["message"] == STRICT_ERROR
+    patched = await answer(
+        http,
+        "PATCH",
+        f"{path}/quiet?fieldValidation=Strict",
+        400,
+        data=orjson.dumps({"spec": {"extra": "x"}, "unknownTop": 1}),
+        headers={"Content-Type": "application/merge-patch+json"},
+    )
+    assert patched["message"] == STRICT_ERROR
+    stored = await system_etcd.range(f"{key}quiet".encode())
+    assert orjson.loads(stored.kvs[0].value)["spec"] == {"color": "red", "replicas": 1}
+
+
+@pytest.mark.parametrize(
+    ("method", "suffix", "options"),
+    [
+        ("POST", "", "CreateOptions"),
+        ("PUT", "/one", "UpdateOptions"),
+        ("PATCH", "/one", "PatchOptions"),
+    ],
+)
+async def test_an_unknown_field_validation_is_refused(
+    http: aiohttp.ClientSession,
+    widgets: Obj,
+    namespace: str,
+    method: str,
+    suffix: str,
+    options: str,
+) -> None:
+    group, path = _widgets_at(widgets, namespace)
+    kind = "merge-patch+json" if method == "PATCH" else "json"
+    refused_ = await answer(
+        http,
+        method,
+        f"{path}{suffix}?fieldValidation=Loose",
+        422,
+        data=orjson.dumps(widget(group, "one")),
+        headers={"Content-Type": f"application/{kind}"},
+    )
+    assert refused_["message"] == (
+        f'{options}.meta.k8s.io "" is invalid: fieldValidation: Unsupported value: "Loose": '
+        'supported values: "", "Ignore", "Strict", "Warn"'
+    )
+
+
 WIDGET_CASES = [
     Case(id="valid", body=widget("G", "ok", size="50%"), expect={"spec.size": "50%"}),
     Case(

@@ -178,6 +178,7 @@ class APIResource(_message.Message):
     SUBRESOURCES_FIELD_NUMBER: _builtins.int
     CUSTOM_FIELD_NUMBER: _builtins.int
     LIST_KIND_FIELD_NUMBER: _builtins.int
+    SCHEMA_FIELD_NUMBER: _builtins.int
     group: _builtins.str
     version: _builtins.str
     name: _builtins.str
@@ -188,6 +189,8 @@ class APIResource(_message.Message):
     """Served from a CustomResourceDefinition: no strategic merge patches."""
     list_kind: _builtins.str
     """The kind of its lists ("<kind>List" for every built-in resource)."""
+    schema: _builtins.bytes
+    """The kind's OpenAPI v3 schema as JSON (for the gateway's /openapi/v3)."""
     @_builtins.property
     def verbs(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     @_builtins.property
@@ -213,10 +216,11 @@ class APIResource(_message.Message):
         subresources: _abc.Iterable[_builtins.str] | None = ...,
         custom: _builtins.bool = ...,
         list_kind: _builtins.str = ...,
+        schema: _builtins.bytes = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["categories", b"categories", "custom", b"custom", "group", b"group", "kind", b"kind", "list_kind", b"list_kind", "name", b"name", "namespaced", b"namespaced", "short_names", b"short_names", "singular_name", b"singular_name", "subresources", b"subresources", "verbs", b"verbs", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["categories", b"categories", "custom", b"custom", "group", b"group", "kind", b"kind", "list_kind", b"list_kind", "name", b"name", "namespaced", b"namespaced", "schema", b"schema", "short_names", b"short_names", "singular_name", b"singular_name", "subresources", b"subresources", "verbs", b"verbs", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -292,10 +296,15 @@ class CreateRequest(_message.Message):
     RESOURCE_FIELD_NUMBER: _builtins.int
     BODY_FIELD_NUMBER: _builtins.int
     DRY_RUN_FIELD_NUMBER: _builtins.int
+    FIELD_VALIDATION_FIELD_NUMBER: _builtins.int
     body: _builtins.bytes
     dry_run: _builtins.bool
     """dryRun=All: everything a write does, nothing stored; the answer is what
     would have been.
+    """
+    field_validation: _builtins.str
+    """fieldValidation: "Ignore", "Warn" (also for "") or "Strict": what fields
+    the kind does not know earn (nothing, a warning each, a 400).
     """
     @_builtins.property
     def resource(self) -> Global___ResourceRef: ...
@@ -305,10 +314,11 @@ class CreateRequest(_message.Message):
         resource: Global___ResourceRef | None = ...,
         body: _builtins.bytes = ...,
         dry_run: _builtins.bool = ...,
+        field_validation: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["resource", b"resource"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "dry_run", b"dry_run", "resource", b"resource"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "dry_run", b"dry_run", "field_validation", b"field_validation", "resource", b"resource"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -495,6 +505,7 @@ class UpdateRequest(_message.Message):
     BODY_FIELD_NUMBER: _builtins.int
     DRY_RUN_FIELD_NUMBER: _builtins.int
     SUBRESOURCE_FIELD_NUMBER: _builtins.int
+    FIELD_VALIDATION_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     body: _builtins.bytes
     dry_run: _builtins.bool
@@ -502,6 +513,8 @@ class UpdateRequest(_message.Message):
     """"" for the object itself; "status" writes only its status, "scale" takes an
     autoscaling/v1 Scale and answers one.
     """
+    field_validation: _builtins.str
+    """As CreateRequest's."""
     @_builtins.property
     def resource(self) -> Global___ResourceRef: ...
     def __init__(
@@ -512,10 +525,11 @@ class UpdateRequest(_message.Message):
         body: _builtins.bytes = ...,
         dry_run: _builtins.bool = ...,
         subresource: _builtins.str = ...,
+        field_validation: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["resource", b"resource"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "dry_run", b"dry_run", "name", b"name", "resource", b"resource", "subresource", b"subresource"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "dry_run", b"dry_run", "field_validation", b"field_validation", "name", b"name", "resource", b"resource", "subresource", b"subresource"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
