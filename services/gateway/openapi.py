@@ -18,60 +18,16 @@ import orjson
 from aiohttp import web
 
 from services.gateway.catalog import DISCOVERY_SECONDS, APIResource, Catalog
-from strata.api import errors
+from strata.api import errors, schemas
 
 Doc = dict[str, Any]
 META = "io.k8s.apimachinery.pkg.apis.meta.v1"
 _REF = "#/components/schemas/"
 
-_STRING = {"type": "string"}
-_STRINGS = {"type": "object", "additionalProperties": _STRING}
-_OWNER_REFERENCE = {
-    "type": "object",
-    "required": ["apiVersion", "kind", "name", "uid"],
-    "properties": {
-        "apiVersion": _STRING,
-        "kind": _STRING,
-        "name": _STRING,
-        "uid": _STRING,
-        "controller": {"type": "boolean"},
-        "blockOwnerDeletion": {"type": "boolean"},
-    },
-}
+_STRING = schemas.STRING
 # The meta.k8s.io/v1 types every kind's document refers to.
 _META_SCHEMAS: dict[str, Doc] = {
-    f"{META}.ObjectMeta": {
-        "description": "Metadata every persisted object has.",
-        "type": "object",
-        "properties": {
-            "name": _STRING,
-            "generateName": _STRING,
-            "namespace": _STRING,
-            "uid": _STRING,
-            "resourceVersion": _STRING,
-            "generation": {"type": "integer", "format": "int64"},
-            "creationTimestamp": {"type": "string", "format": "date-time"},
-            "deletionTimestamp": {"type": "string", "format": "date-time"},
-            "deletionGracePeriodSeconds": {"type": "integer", "format": "int64"},
-            "labels": _STRINGS,
-            "annotations": _STRINGS,
-            "ownerReferences": {
-                "type": "array",
-                "items": _OWNER_REFERENCE,
-                "x-kubernetes-patch-merge-key": "uid",
-                "x-kubernetes-patch-strategy": "merge",
-            },
-            "finalizers": {
-                "type": "array",
-                "items": _STRING,
-                "x-kubernetes-patch-strategy": "merge",
-            },
-            "managedFields": {
-                "type": "array",
-                "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-            },
-        },
-    },
+    f"{META}.ObjectMeta": schemas.OBJECT_META,
     f"{META}.ListMeta": {
         "type": "object",
         "properties": {

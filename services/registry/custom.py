@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from services.registry import crds, jsonpath, schema, warnings
+from services.registry import crds, jsonpath, schema
 from services.registry.resources import AGE_COLUMN, NAME_COLUMN, Column, Resource, ScaleRules
 from services.registry.strategy import (
     Obj,
@@ -73,13 +73,6 @@ class CustomResourceStrategy:
 
     def validate_status_update(self, obj: Obj, old: Obj) -> list[Cause]:
         return validate_object_meta_update(obj, old) + schema.validate(obj, self.schema)
-
-
-def _normalize(version_schema: schema.Schema, kind: str, version: str, obj: Obj) -> None:
-    """Prune what the schema does not know (the fields dropped go to the
-    request's fieldValidation) and fill in its defaults."""
-    warnings.unknown_fields(kind, version, schema.prune(obj, version_schema))
-    schema.default(obj, version_schema)
 
 
 def _printed(value: Any) -> str:
@@ -202,9 +195,7 @@ def resources_of(crd: Obj) -> list[Resource]:
                 columns=_columns(version),
                 custom=True,
                 storage_version=storage if storage != name else "",
-                normalize=functools.partial(
-                    _normalize, version_schema, str(accepted.get("kind", "")), name
-                ),
+                normalize=functools.partial(schema.default, schema=version_schema),
                 schema=version_schema,
             )
         )

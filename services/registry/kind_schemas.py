@@ -1,39 +1,24 @@
-"""OpenAPI v3 schemas of the built-in kinds, as the gateway publishes them under
-/openapi/v3 (apiVersion, kind and metadata, which every kind has, are added
-there). Fields strata does not describe in full say so with
-x-kubernetes-preserve-unknown-fields."""
+"""OpenAPI v3 schemas of the built-in kinds: what the registry keeps of a
+request's object (a field they do not describe is dropped and reported as
+fieldValidation asks, as kube's decoder drops what its Go types lack) and what
+the gateway publishes under /openapi/v3. Parts strata does not describe field
+by field say so with x-kubernetes-preserve-unknown-fields, and keep everything."""
 
 from __future__ import annotations
 
-from typing import Any
+from strata.api.schemas import (
+    BOOLEAN,
+    INTEGER,
+    OPEN,
+    STRING,
+    STRING_MAP,
+    TIME,
+    Schema,
+    array,
+    obj,
+)
 
-Schema = dict[str, Any]
-
-STRING: Schema = {"type": "string"}
-BOOLEAN: Schema = {"type": "boolean"}
-INTEGER: Schema = {"type": "integer", "format": "int32"}
-LONG: Schema = {"type": "integer", "format": "int64"}
-TIME: Schema = {"type": "string", "format": "date-time"}
-STRING_MAP: Schema = {"type": "object", "additionalProperties": STRING}
 BYTES_MAP: Schema = {"type": "object", "additionalProperties": {"type": "string", "format": "byte"}}
-OPEN: Schema = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-
-
-def obj(description: str = "", /, **properties: Schema) -> Schema:
-    schema: Schema = {"type": "object", "properties": properties}
-    if description:
-        schema["description"] = description
-    return schema
-
-
-def array(items: Schema) -> Schema:
-    return {"type": "array", "items": items}
-
-
-def kind(description: str, /, **properties: Schema) -> Schema:
-    return obj(description, **properties)
-
-
 OBJECT_REFERENCE = obj(
     apiVersion=STRING,
     kind=STRING,
@@ -45,43 +30,43 @@ OBJECT_REFERENCE = obj(
 )
 CONDITIONS = array(OPEN)
 
-NAMESPACE = kind(
+NAMESPACE = obj(
     "A scope for names; deleting it deletes everything in it.",
     spec=obj(finalizers=array(STRING)),
     status=obj(phase=STRING, conditions=CONDITIONS),
 )
-CONFIG_MAP = kind(
+CONFIG_MAP = obj(
     "Configuration data for others to read.",
     data=STRING_MAP,
     binaryData=BYTES_MAP,
     immutable=BOOLEAN,
 )
-SECRET = kind(
+SECRET = obj(
     "Secret data, base64-encoded, by key.",
     data=BYTES_MAP,
     stringData=STRING_MAP,
     type=STRING,
     immutable=BOOLEAN,
 )
-SERVICE_ACCOUNT = kind(
+SERVICE_ACCOUNT = obj(
     "An identity for processes.",
     secrets=array(OBJECT_REFERENCE),
     imagePullSecrets=array(obj(name=STRING)),
     automountServiceAccountToken=BOOLEAN,
 )
-LEASE = kind(
+LEASE = obj(
     "A lease on a name, held by one holder at a time.",
     spec=obj(
         holderIdentity=STRING,
         leaseDurationSeconds=INTEGER,
-        acquireTime={"type": "string", "format": "date-time"},
-        renewTime={"type": "string", "format": "date-time"},
+        acquireTime=TIME,
+        renewTime=TIME,
         leaseTransitions=INTEGER,
         strategy=STRING,
         preferredHolder=STRING,
     ),
 )
-EVENT = kind(
+EVENT = obj(
     "A report of something that happened to an object.",
     involvedObject=OBJECT_REFERENCE,
     reason=STRING,
@@ -91,20 +76,20 @@ EVENT = kind(
     lastTimestamp=TIME,
     count=INTEGER,
     type=STRING,
-    eventTime={"type": "string", "format": "date-time"},
+    eventTime=TIME,
     series=obj(count=INTEGER, lastObservedTime=TIME),
     action=STRING,
     related=OBJECT_REFERENCE,
     reportingComponent=STRING,
     reportingInstance=STRING,
 )
-SERVICE = kind(
+SERVICE = obj(
     "A named set of endpoints and the policy to reach them.",
     spec=OPEN,
     status=OPEN,
 )
-ENDPOINTS = kind("The addresses a service resolves to.", subsets=array(OPEN))
-DEPLOYMENT = kind(
+ENDPOINTS = obj("The addresses a service resolves to.", subsets=array(OPEN))
+DEPLOYMENT = obj(
     "Declarative updates for a set of replicated pods.",
     spec=OPEN,
     status=OPEN,
@@ -116,8 +101,8 @@ _POLICY_RULE = obj(
     resourceNames=array(STRING),
     nonResourceURLs=array(STRING),
 )
-ROLE = kind("Namespaced permissions.", rules=array(_POLICY_RULE))
-CLUSTER_ROLE = kind(
+ROLE = obj("Namespaced permissions.", rules=array(_POLICY_RULE))
+CLUSTER_ROLE = obj(
     "Cluster-wide permissions, possibly gathered from other ClusterRoles.",
     rules=array(_POLICY_RULE),
     aggregationRule=obj(clusterRoleSelectors=array(OPEN)),
@@ -126,9 +111,9 @@ _BINDING = {
     "subjects": array(obj(kind=STRING, apiGroup=STRING, name=STRING, namespace=STRING)),
     "roleRef": obj(apiGroup=STRING, kind=STRING, name=STRING),
 }
-ROLE_BINDING = kind("Grants a role's permissions in a namespace.", **_BINDING)
-CLUSTER_ROLE_BINDING = kind("Grants a ClusterRole's permissions everywhere.", **_BINDING)
-CUSTOM_RESOURCE_DEFINITION = kind(
+ROLE_BINDING = obj("Grants a role's permissions in a namespace.", **_BINDING)
+CLUSTER_ROLE_BINDING = obj("Grants a ClusterRole's permissions everywhere.", **_BINDING)
+CUSTOM_RESOURCE_DEFINITION = obj(
     "A resource served from its definition.",
     spec=OPEN,
     status=OPEN,

@@ -31,6 +31,7 @@ from strata.api.causes import (
     type_invalid,
 )
 from strata.api.errors import Cause
+from strata.api.schemas import OBJECT_META
 
 Schema = dict[str, Any]
 Obj = dict[str, Any]
@@ -273,16 +274,20 @@ def _combinator_causes(value: Any, schema: Schema, path: str, root: bool) -> Ite
 
 def prune(value: Any, schema: Schema, path: str = "", *, root: bool = True) -> list[str]:
     """Drop, in place, every field schema does not specify (unless it preserves
-    unknown fields there); the paths dropped, for kube's unknown-field warnings."""
+    unknown fields there), metadata's included; the paths dropped, in the order
+    met, for the request's fieldValidation."""
     dropped: list[str] = []
     if isinstance(value, dict):
         kept = ROOT_FIELDS if root or schema.get(EMBEDDED) else frozenset()
         properties: dict[str, Schema] = schema.get("properties") or {}
         extra = schema.get("additionalProperties")
         for name in list(value):
-            if name in kept:
+            if name == "metadata" and root:
+                # An object's own metadata is ObjectMeta whatever its schema says.
+                dropped += prune(value[name], OBJECT_META, "metadata", root=False)
+            elif name in kept:
                 continue
-            if name in properties:
+            elif name in properties:
                 dropped += prune(value[name], properties[name], _child(path, name), root=False)
             elif isinstance(extra, dict):
                 dropped += prune(value[name], extra, _child(path, name), root=False)

@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from services.registry import tables, warnings
+from services.registry import schema, tables, warnings
 from services.registry.deletion import DeleteOptions
 from services.registry.resources import NAMESPACES, Resource
 from services.registry.strategy import (
@@ -276,10 +276,15 @@ class Store:
     # --- versions ----------------------------------------------------------------
 
     def _decode(self, body: bytes) -> Obj:
-        """A request body as an object of this resource, normalized."""
-        obj = decode_body(body, self.resource)
-        if self.resource.normalize is not None:
-            self.resource.normalize(obj)
+        """A request body as an object of this resource: without the fields its
+        schema does not know (reported as the request's fieldValidation asks),
+        normalized."""
+        r = self.resource
+        obj = decode_body(body, r)
+        if r.schema is not None:
+            warnings.unknown_fields(r.kind, r.version, schema.prune(obj, r.schema))
+        if r.normalize is not None:
+            r.normalize(obj)
         return obj
 
     def _encoded(self, obj: Obj) -> bytes:

@@ -306,6 +306,21 @@ def test_deployments_create_scale_label_and_patch(system: System, demo: str) -> 
     )
 
 
+def test_unknown_fields_are_refused_unless_validation_is_turned_down(
+    system: System, demo: str
+) -> None:
+    typo = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: typo\ndta:\n  a: b\n"
+    refused = kubectl(system, "-n", demo, "apply", "-f", "-", stdin=typo, check=False)
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == (
+        'Error from server (BadRequest): error when creating "STDIN": ConfigMap in version "v1" '
+        'cannot be handled as a ConfigMap: strict decoding error: unknown field "dta"'
+    )
+    warned = kubectl(system, "-n", demo, "apply", "--validate=warn", "-f", "-", stdin=typo)
+    assert warned.stdout.strip() == "configmap/typo created"
+    assert 'Warning: unknown field "dta"' in warned.stderr
+
+
 def test_apply_creates_configures_and_leaves_unchanged(system: System, demo: str) -> None:
     def apply(manifest: str) -> str:
         args = ("-n", demo, "apply", "-f", "-")
