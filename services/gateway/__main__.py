@@ -10,7 +10,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from services.gateway import pki
+from services.gateway import pki, requests
 from services.gateway.app import build_app
 from services.gateway.identity import IdentityLease, advertise_address
 from strata import service, telemetry
@@ -32,6 +32,20 @@ def main() -> None:
         "The IP the kubernetes Service's Endpoints give for this gateway (default: the one "
         "it listens on)",
     )
+    service.flag(
+        parser,
+        "max-requests-inflight",
+        "STRATA_GATEWAY_MAX_REQUESTS_INFLIGHT",
+        str(requests.MAX_READ_ONLY_IN_FLIGHT),
+        "read-only requests served at once, past which they get 429 (0: no limit)",
+    )
+    service.flag(
+        parser,
+        "max-mutating-requests-inflight",
+        "STRATA_GATEWAY_MAX_MUTATING_REQUESTS_INFLIGHT",
+        str(requests.MAX_MUTATING_IN_FLIGHT),
+        "mutating requests served at once, past which they get 429 (0: no limit)",
+    )
     args = parser.parse_args()
     telemetry.setup("strata-gateway")
     service.run(_run(args))
@@ -45,7 +59,13 @@ async def _run(args: argparse.Namespace) -> None:
     tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     tls.load_cert_chain(cert, key)
     channel = service.connect(args.registry)
-    app = build_app(registry_channel=channel, admin_token=token, server_address=args.listen)
+    app = build_app(
+        registry_channel=channel,
+        admin_token=token,
+        server_address=args.listen,
+        max_requests_in_flight=int(args.max_requests_inflight),
+        max_mutating_requests_in_flight=int(args.max_mutating_requests_inflight),
+    )
     runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=5)
     await runner.setup()
     site = web.TCPSite(runner, host, int(port), ssl_context=tls)

@@ -13,8 +13,9 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 from grpc_health.v1 import health_pb2_grpc
 from opentelemetry.instrumentation.aiohttp_server import AioHttpServerInstrumentor
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from services.gateway import health
+from services.gateway import health, output, requests
 from services.gateway.catalog import Catalog
 from services.gateway.handlers import ResourceHandlers, json_response, status_response
 from services.gateway.openapi import OpenAPIv3
@@ -69,7 +70,12 @@ def bearer_auth(token: str) -> Middleware:
 
 
 def build_app(
-    *, registry_channel: grpc.aio.Channel, admin_token: str, server_address: str
+    *,
+    registry_channel: grpc.aio.Channel,
+    admin_token: str,
+    server_address: str,
+    max_requests_in_flight: int = requests.MAX_READ_ONLY_IN_FLIGHT,
+    max_mutating_requests_in_flight: int = requests.MAX_MUTATING_IN_FLIGHT,
 ) -> web.Application:
     registry = registry_pb2_grpc.RegistryStub(registry_channel)
     health_stub = health_pb2_grpc.HealthStub(registry_channel)
@@ -80,13 +86,21 @@ def build_app(
     instrumentor = AioHttpServerInstrumentor()
     if not instrumentor.is_instrumented_by_opentelemetry:
         instrumentor.instrument()
+    metrics = requests.RequestMetrics()
+    in_flight = requests.InFlight(
+        metrics, read_only=max_requests_in_flight, mutating=max_mutating_requests_in_flight
+    )
     app = web.Application(
         middlewares=[
+            metrics.middleware,
             render_status,
             bearer_auth(admin_token),
+            output.render_output,
+            in_flight.middleware,
         ],
         client_max_size=MAX_BODY_BYTES,
     )
+    app.on_response_prepare.append(requests.audit_id)
 
     async def version(_: web.Request) -> web.Response:
         major, minor = KUBE_VERSION
@@ -119,6 +133,13 @@ def build_app(
     for endpoint in ("healthz", "livez"):
         health.add_routes(app.router, endpoint, [health.NamedCheck("ping", health.ping)])
     health.add_routes(app.router, "readyz", health.readyz_checks(health_stub))
+
+    async def metrics_text(_: web.Request) -> web.Response:
+        return web.Response(
+            body=generate_latest(metrics.registry), headers={"Content-Type": CONTENT_TYPE_LATEST}
+        )
+
+    app.router.add_get("/metrics", metrics_text)
     app.router.add_get("/version", version)
     app.router.add_get("/api", api)
     app.router.add_get("/api/", api)

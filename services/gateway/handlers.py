@@ -276,7 +276,7 @@ class ResourceHandlers:
     @staticmethod
     def _rendering(request: web.Request) -> registry_pb2.Rendering:
         return registry_pb2.Rendering(
-            as_table=negotiation.wants_table(request.headers.get("Accept", "")),
+            as_table=request["output"].transform == negotiation.TABLE,
             include_object=request.query.get("includeObject", ""),
         )
 

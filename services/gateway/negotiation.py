@@ -1,9 +1,11 @@
-"""Content negotiation: what a request body is in, and whether the client asked
-for a meta.k8s.io Table instead of the objects themselves."""
+"""Content negotiation: what a request body is in, and what the response is
+written as (JSON or YAML; the objects themselves, a meta.k8s.io Table or their
+PartialObjectMetadata)."""
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 
 import orjson
 import yaml
@@ -11,21 +13,51 @@ import yaml
 from services.gateway import kubeproto
 from strata.api import errors
 
+JSON, YAML = "application/json", "application/yaml"
+_JSON_MEDIA = frozenset({JSON, "*/*", "application/*", ""})
+TABLE = "Table"
+PARTIAL = "PartialObjectMetadata"
+PARTIAL_LIST = "PartialObjectMetadataList"
 
-def wants_table(accept: str) -> bool:
-    """True when the first acceptable media type names a meta.k8s.io Table."""
+
+@dataclass(frozen=True)
+class Output:
+    """What a response is written as: a media type, and a meta.k8s.io form the
+    objects take instead of themselves ("" for none)."""
+
+    media: str = JSON
+    transform: str = ""
+    # The meta.k8s.io version the transform was asked at.
+    version: str = "v1"
+
+
+def output(accept: str, *, listing: bool = False) -> Output:
+    """The first clause of Accept the gateway can answer (kube's output
+    negotiation: a clause asking for a form this request cannot take, or a media
+    type it does not write, gives way to the next), or 406 when none is left.
+    A list takes Table or PartialObjectMetadataList, one object Table or
+    PartialObjectMetadata."""
+    if not accept.strip():
+        return Output()
     for clause in accept.split(","):
         media, *params = [p.strip() for p in clause.split(";")]
+        media = media.lower()
         options = dict(p.split("=", 1) for p in params if "=" in p)
-        if options.get("as") == "Table" and options.get("g") == "meta.k8s.io":
-            if media in ("application/json", "*/*") and options.get("v") in ("v1", "v1beta1"):
-                return True
+        if media in _JSON_MEDIA or media.endswith("+json"):
+            written = JSON
+        elif media == YAML:
+            written = YAML
+        else:
             continue
-        if options.get("as"):
-            continue  # another transformation we do not serve; try the next clause
-        if media in ("application/json", "*/*", "application/*", "") or media.endswith("+json"):
-            return False
-    return False
+        transform = options.get("as", "")
+        if not transform:
+            return Output(written)
+        version = options.get("v", "")
+        if options.get("g") != "meta.k8s.io" or version not in ("v1", "v1beta1"):
+            continue
+        if transform in (TABLE, PARTIAL_LIST if listing else PARTIAL):
+            return Output(written, transform, version)
+    raise errors.not_acceptable((JSON, YAML))
 
 
 async def body_as_json(content_type: str, body: bytes) -> bytes:

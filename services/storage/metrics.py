@@ -13,40 +13,15 @@ from prometheus_client import CollectorRegistry, Gauge, Histogram
 
 from strata import telemetry
 from strata.etcd import Etcd, prefix_end
+from strata.metrics_http import LATENCY_BUCKETS
 from strata.storage import resource_of, resource_root
 
 REGISTRY = CollectorRegistry()
-# kube's buckets for etcd_request_duration_seconds.
-_ETCD_BUCKETS = (
-    0.005,
-    0.025,
-    0.05,
-    0.1,
-    0.2,
-    0.4,
-    0.6,
-    0.8,
-    1.0,
-    1.25,
-    1.5,
-    2,
-    3,
-    4,
-    5,
-    6,
-    8,
-    10,
-    15,
-    20,
-    30,
-    45,
-    60,
-)
 ETCD_REQUEST_DURATION = Histogram(
     "etcd_request_duration_seconds",
     "Etcd request latency in seconds for each operation and object type.",
     ["operation", "type"],
-    buckets=_ETCD_BUCKETS,
+    buckets=LATENCY_BUCKETS,
     registry=REGISTRY,
 )
 STORAGE_OBJECTS = Gauge(

@@ -187,18 +187,34 @@ def unsupported_media_type(
     )
 
 
+def not_acceptable(accepted: tuple[str, ...]) -> StatusError:
+    return StatusError(
+        code=406,
+        reason="NotAcceptable",
+        message=f"only the following media types are accepted: {', '.join(accepted)}",
+    )
+
+
 def too_large(message: str) -> StatusError:
     return StatusError(code=413, reason="RequestEntityTooLarge", message=message)
 
 
-def timeout(message: str, retry_after_seconds: int = 1) -> StatusError:
+def _retry_later(code: int, reason: str, message: str, seconds: int) -> StatusError:
     return StatusError(
-        code=504,
-        reason="Timeout",
+        code=code,
+        reason=reason,
         message=message,
-        details={"retryAfterSeconds": retry_after_seconds},
-        retry_after_seconds=retry_after_seconds,
+        details={"retryAfterSeconds": seconds},
+        retry_after_seconds=seconds,
     )
+
+
+def timeout(message: str, retry_after_seconds: int = 1) -> StatusError:
+    return _retry_later(504, "Timeout", message, retry_after_seconds)
+
+
+def too_many_requests(message: str, retry_after_seconds: int = 1) -> StatusError:
+    return _retry_later(429, "TooManyRequests", message, retry_after_seconds)
 
 
 def service_unavailable(message: str) -> StatusError:

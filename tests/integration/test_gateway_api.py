@@ -10,6 +10,7 @@ from typing import Any
 import aiohttp
 import orjson
 import pytest
+import yaml
 
 from strata.dev import System
 from strata.etcd import Etcd
@@ -20,6 +21,12 @@ TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 async def get_json(http: aiohttp.ClientSession, path: str, **kwargs: Any) -> Any:
     async with http.get(path, **kwargs) as response:
         assert response.status == 200, await response.text()
+        return orjson.loads(await response.read())
+
+
+async def get_status(http: aiohttp.ClientSession, path: str, code: int, **kwargs: Any) -> Any:
+    async with http.get(path, **kwargs) as response:
+        assert response.status == code, await response.text()
         return orjson.loads(await response.read())
 
 
@@ -300,3 +307,84 @@ async def test_a_watch_that_declines_initial_events_starts_from_now(
         event = orjson.loads(line.result())
     assert event["type"] == "ADDED"
     assert event["object"]["metadata"]["name"] in written
+
+
+async def test_metrics_and_audit_ids(http: aiohttp.ClientSession, namespace: str) -> None:
+    async with http.get(f"/api/v1/namespaces/{namespace}/configmaps") as response:
+        assert response.status == 200
+        listed_audit_id = response.headers["Audit-ID"]
+    async with http.get(f"/api/v1/namespaces/{namespace}/configmaps/missing") as response:
+        assert response.status == 404
+        assert response.headers["Audit-ID"] != listed_audit_id
+    async with http.get("/metrics") as response:
+        assert response.status == 200
+        assert response.content_type == "text/plain"
+        text = await response.text()
+    lines = [line for line in text.splitlines() if line.startswith("apiserver_request_total{")]
+    assert any(
+        'code="404"' in line and 'verb="GET"' in line and 'resource="configmaps"' in line
+        for line in lines
+    )
+    assert any('verb="LIST"' in line and 'scope="namespace"' in line for line in lines)
+    assert "apiserver_request_duration_seconds_bucket{" in text
+
+
+PARTIAL_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+
+
+async def test_responses_take_the_negotiated_form(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "form"},
+        "data": {"k": "v"},
+    }
+    created = await create(http, path, body)
+    async with http.get(f"{path}/form", headers={"Accept": "application/yaml"}) as response:
+        assert response.status == 200 and response.content_type == "application/yaml"
+        assert yaml.safe_load(await response.text()) == created
+    async with http.get(path, headers={"Accept": PARTIAL_LIST}) as response:
+        listed = orjson.loads(await response.read())
+    assert (listed["kind"], listed["apiVersion"]) == ("PartialObjectMetadataList", "meta.k8s.io/v1")
+    assert listed["items"] == [
+        {
+            "kind": "PartialObjectMetadata",
+            "apiVersion": "meta.k8s.io/v1",
+            "metadata": created["metadata"],
+        }
+    ]
+    one = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+    async with http.get(f"{path}/form", headers={"Accept": one}) as response:
+        assert orjson.loads(await response.read())["kind"] == "PartialObjectMetadata"
+    async with http.get(f"{path}/form?pretty=true") as response:
+        text = await response.text()
+    assert text.startswith('{\n  "apiVersion": "v1",') and orjson.loads(text) == created
+    refused = await get_status(http, f"{path}/form", 406, headers={"Accept": "application/xml"})
+    assert refused["reason"] == "NotAcceptable"
+    # Errors stay Status objects.
+    missing = await get_status(http, f"{path}/none", 404, headers={"Accept": PARTIAL_LIST})
+    assert missing["kind"] == "Status"
+
+
+async def test_large_responses_are_gzipped_when_the_client_takes_it(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    for i in range(3):
+        body = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": f"big-{i}"},
+            "data": {"k": "x" * 60_000},
+        }
+        await create(http, path, body)
+    async with http.get(path, headers={"Accept-Encoding": "gzip"}) as response:
+        assert response.headers["Content-Encoding"] == "gzip"
+        assert len((await response.json())["items"]) == 3
+    async with http.get(f"{path}/big-0", headers={"Accept-Encoding": "gzip"}) as response:
+        assert "Content-Encoding" not in response.headers  # under 128 KiB
+    async with http.get(path, headers={"Accept-Encoding": "identity"}) as response:
+        assert "Content-Encoding" not in response.headers

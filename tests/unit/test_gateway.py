@@ -57,19 +57,52 @@ KUBECTL_TABLE_ACCEPT = (
 )
 
 
+JSON, YAML = "application/json", "application/yaml"
+TABLE_V1BETA1 = "application/json;as=Table;v=v1beta1;g=meta.k8s.io"
+ONE_PARTIAL = "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io"
+PARTIAL_ACCEPT = (
+    "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,"
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+)
+
+
 @pytest.mark.parametrize(
-    ("accept", "table"),
+    ("accept", "listing", "expected"),
     [
-        (KUBECTL_TABLE_ACCEPT, True),
-        ("application/json;as=Table;v=v1beta1;g=meta.k8s.io", True),
-        ("application/json", False),
-        ("application/vnd.kubernetes.protobuf,application/json", False),
-        ("application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io,application/json", False),
-        ("", False),
+        (KUBECTL_TABLE_ACCEPT, True, (JSON, "Table", "v1")),
+        (TABLE_V1BETA1, False, (JSON, "Table", "v1beta1")),
+        (JSON, False, (JSON, "", "v1")),
+        ("", True, (JSON, "", "v1")),
+        ("*/*", False, (JSON, "", "v1")),
+        (YAML, False, (YAML, "", "v1")),
+        ("application/vnd.kubernetes.protobuf,application/json", False, (JSON, "", "v1")),
+        (PARTIAL_ACCEPT, True, (JSON, "PartialObjectMetadataList", "v1")),
+        # One object cannot be a list: the next clause answers.
+        (PARTIAL_ACCEPT, False, (JSON, "", "v1")),
+        (ONE_PARTIAL, False, (JSON, "PartialObjectMetadata", "v1")),
+        ("application/json;as=Table;v=v2;g=meta.k8s.io,application/yaml", True, (YAML, "", "v1")),
     ],
 )  # fmt: skip
-def test_wants_table(accept: str, table: bool) -> None:
-    assert negotiation.wants_table(accept) is table
+def test_output_negotiation(accept: str, listing: bool, expected: tuple[str, str, str]) -> None:
+    out = negotiation.output(accept, listing=listing)
+    assert (out.media, out.transform, out.version) == expected
+
+
+@pytest.mark.parametrize(
+    "accept",
+    [
+        "application/xml",
+        "application/vnd.kubernetes.protobuf",
+        ONE_PARTIAL,
+    ],
+)
+def test_nothing_acceptable_is_406(accept: str) -> None:
+    with pytest.raises(StatusError) as raised:
+        negotiation.output(accept, listing=True)
+    assert (raised.value.code, raised.value.reason) == (406, "NotAcceptable")
+    assert raised.value.message == (
+        "only the following media types are accepted: application/json, application/yaml"
+    )
 
 
 def _envelope(api_version: str, kind: str, raw: bytes) -> bytes:

@@ -1,0 +1,100 @@
+"""Resource responses written as the request negotiated them: YAML instead of
+JSON, objects as their PartialObjectMetadata, pretty JSON for ?pretty=true, and
+gzip for large bodies when the client takes it (kube compresses from 128 KiB).
+Handlers write JSON; this middleware turns it into what was asked for, and the
+handlers read request["output"] for what they render themselves (Tables)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import orjson
+import yaml
+from aiohttp import web
+
+from services.gateway import negotiation, paths
+from services.gateway.negotiation import PARTIAL, PARTIAL_LIST, YAML, Output
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+GZIP_THRESHOLD_BYTES = 128 * 1024
+# Bodies this large are turned into YAML off the event loop.
+_YAML_INLINE_BYTES = 64 * 1024
+_Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+def _truthy(value: str | None) -> bool:
+    return value is not None and value != "0" and value.lower() != "false"
+
+
+def _partial(obj: dict[str, Any], version: str) -> dict[str, Any]:
+    return {
+        "kind": PARTIAL,
+        "apiVersion": f"meta.k8s.io/{version}",
+        "metadata": obj.get("metadata", {}),
+    }
+
+
+def partial_metadata(body: bytes, out: Output) -> bytes:
+    """An object's JSON as its PartialObjectMetadata, a list's as a
+    PartialObjectMetadataList (a Status stays what it is)."""
+    obj: dict[str, Any] = orjson.loads(body)
+    if obj.get("kind") == "Status":
+        return body
+    if out.transform == PARTIAL_LIST:
+        return orjson.dumps(
+            {
+                "kind": PARTIAL_LIST,
+                "apiVersion": f"meta.k8s.io/{out.version}",
+                "metadata": obj.get("metadata", {}),
+                "items": [_partial(item, out.version) for item in obj.get("items") or []],
+            }
+        )
+    return orjson.dumps(_partial(obj, out.version))
+
+
+def _yaml(body: bytes) -> bytes:
+    text: str = yaml.dump(
+        orjson.loads(body), Dumper=_Dumper, default_flow_style=False, allow_unicode=True
+    )
+    return text.encode()
+
+
+def _negotiated(request: web.Request, info: paths.RequestInfo) -> tuple[Output, bool]:
+    """The request's output, and whether it is a watch (whose stream stays JSON)."""
+    watching = request.method == "GET" and (info.watch_path or _truthy(request.query.get("watch")))
+    listing = request.method == "GET" and not info.name and not watching
+    return negotiation.output(request.headers.get("Accept", ""), listing=listing), watching
+
+
+@web.middleware
+async def render_output(request: web.Request, handler: Handler) -> web.StreamResponse:
+    info = paths.parse(request.path)
+    if info is None or not info.resource:  # discovery: JSON as it is
+        return await handler(request)
+    out, watching = _negotiated(request, info)  # 406 when nothing asked for is written
+    request["output"] = out
+    response = await handler(request)
+    if (
+        watching
+        or not isinstance(response, web.Response)
+        or response.content_type != "application/json"
+    ):
+        return response
+    body = response.body
+    if not isinstance(body, bytes):
+        return response
+    if out.transform in (PARTIAL, PARTIAL_LIST) and response.status < 300:
+        body = partial_metadata(body, out)
+    if out.media == YAML:
+        body = (
+            await asyncio.to_thread(_yaml, body) if len(body) > _YAML_INLINE_BYTES else _yaml(body)
+        )
+        response.content_type = YAML
+    elif _truthy(request.query.get("pretty")):
+        body = orjson.dumps(orjson.loads(body), option=orjson.OPT_INDENT_2) + b"\n"
+    response.body = body
+    if len(body) >= GZIP_THRESHOLD_BYTES and "gzip" in request.headers.get("Accept-Encoding", ""):
+        response.enable_compression(web.ContentCoding.gzip)
+    return response

@@ -1,0 +1,138 @@
+"""The gateway's filters around every request, on a real aiohttp server with
+handlers held in flight on purpose: in-flight limits (429 + Retry-After, watches
+exempt), kube's request metric labels, and Audit-ID."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import aiohttp
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+from prometheus_client import generate_latest
+
+from services.gateway import requests
+from services.gateway.app import render_status
+
+
+class Held:
+    """Handlers that wait until released, so requests stay in flight."""
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.entered = 0
+
+    async def handle(self, _: web.Request) -> web.Response:
+        self.entered += 1
+        await self.release.wait()
+        return web.Response(text="{}", content_type="application/json")
+
+
+@pytest.fixture
+async def served() -> AsyncIterator[tuple[aiohttp.ClientSession, Held, requests.RequestMetrics]]:
+    metrics = requests.RequestMetrics()
+    limits = requests.InFlight(metrics, read_only=2, mutating=1)
+    app = web.Application(middlewares=[metrics.middleware, render_status, limits.middleware])
+    app.on_response_prepare.append(requests.audit_id)
+    held = Held()
+    app.router.add_route("*", "/api/{tail:.+}", held.handle)
+    app.router.add_route("*", "/apis/{tail:.+}", held.handle)
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    async with aiohttp.ClientSession(base_url=str(server.make_url(""))) as session:
+        yield session, held, metrics
+    held.release.set()
+    await server.close()
+
+
+async def _entered(held: Held, count: int) -> None:
+    async with asyncio.timeout(5):
+        while held.entered < count:  # noqa: ASYNC110 - counting handler entries
+            await asyncio.sleep(0.01)
+
+
+async def test_requests_past_the_limit_get_429_and_watches_do_not_count(
+    served: tuple[aiohttp.ClientSession, Held, requests.RequestMetrics],
+) -> None:
+    session, held, _ = served
+    path = "/api/v1/namespaces/a/configmaps"
+    reads = [asyncio.create_task(session.get(path)) for _ in range(2)]
+    write = asyncio.create_task(session.post(path, data=b"{}"))
+    watch = asyncio.create_task(session.get(f"{path}?watch=1"))
+    await _entered(held, 4)
+    async with session.get(path) as refused:
+        assert refused.status == 429
+        assert refused.headers["Retry-After"] == "1"
+        status = await refused.json()
+        assert (status["reason"], status["message"]) == (
+            "TooManyRequests",
+            "Too many requests, please try again later.",
+        )
+    async with session.delete(f"{path}/x") as refused:
+        assert refused.status == 429
+    held.release.set()
+    for task in (*reads, write, watch):
+        response = await task
+        assert response.status == 200
+        response.release()
+    async with session.get(path) as again:
+        assert again.status == 200
+
+
+async def test_metrics_carry_kubes_labels_and_responses_an_audit_id(
+    served: tuple[aiohttp.ClientSession, Held, requests.RequestMetrics],
+) -> None:
+    session, held, metrics = served
+    held.release.set()
+    calls = [
+        ("GET", "/api/v1/namespaces/a/configmaps", {}),
+        ("GET", "/api/v1/namespaces/a/configmaps/x", {}),
+        ("GET", "/api/v1/configmaps?watch=true", {}),
+        ("DELETE", "/api/v1/namespaces/a/configmaps", {}),
+        ("PATCH", "/apis/apps/v1/namespaces/a/deployments/d/scale?dryRun=All", {}),
+        (
+            "PATCH",
+            "/api/v1/namespaces/a/configmaps/x",
+            {"Content-Type": "application/apply-patch+yaml"},
+        ),
+    ]
+    for method, path, headers in calls:
+        async with session.request(method, path, headers=headers, data=b"{}") as response:
+            assert response.status == 200
+            assert len(response.headers["Audit-ID"]) == 36
+    async with session.get("/api/v1/namespaces", headers={"Audit-ID": "mine"}) as response:
+        assert response.headers["Audit-ID"] == "mine"
+    registry = metrics.registry
+    for verb, resource, scope, group, subresource, dry_run in (
+        ("LIST", "configmaps", "namespace", "", "", ""),
+        ("GET", "configmaps", "resource", "", "", ""),
+        ("WATCH", "configmaps", "cluster", "", "", ""),
+        ("DELETECOLLECTION", "configmaps", "namespace", "", "", ""),
+        ("PATCH", "deployments", "resource", "apps", "scale", "All"),
+        ("APPLY", "configmaps", "resource", "", "", ""),
+    ):
+        labels = {
+            "verb": verb,
+            "dry_run": dry_run,
+            "group": group,
+            "version": "v1",
+            "resource": resource,
+            "subresource": subresource,
+            "scope": scope,
+            "component": "apiserver",
+        }
+        count = registry.get_sample_value("apiserver_request_total", {**labels, "code": "200"})
+        assert count == 1.0, labels
+        timed = registry.get_sample_value("apiserver_request_duration_seconds_count", labels)
+        # Watches are long-running: counted, not timed.
+        assert timed == (None if verb == "WATCH" else 1.0), labels
+    assert (
+        registry.get_sample_value(
+            "apiserver_current_inflight_requests", {"request_kind": "readOnly"}
+        )
+        == 0.0
+    )
+    text = generate_latest(registry).decode()
+    assert "# TYPE apiserver_longrunning_requests gauge" in text
