@@ -13,12 +13,12 @@ import grpc
 import orjson
 from aiohttp import web
 
-from services.gateway import negotiation, patches, paths
+from services.gateway import apply, negotiation, patches, paths
 from services.gateway.catalog import APIResource, Catalog
 from services.gateway.watches import RegistryWatches
 from strata.api import errors
 from strata.api.causes import not_supported
-from strata.api.errors import StatusError
+from strata.api.errors import Cause, StatusError
 from strata.api.wire import status_from_rpc_error
 from strata.proto.registry.v1 import registry_pb2, registry_pb2_grpc
 
@@ -199,6 +199,28 @@ class ResourceHandlers:
             return await self._patch(request, ref, info, api)
         raise errors.method_not_allowed(request.method, f"{info.resource}/{info.subresource}")
 
+    async def _write(
+        self,
+        ref: registry_pb2.ResourceRef,
+        info: paths.RequestInfo,
+        body: bytes,
+        *,
+        dry_run: bool,
+        field_validation: str,
+    ) -> registry_pb2.ObjectResponse:
+        """An update of the object (or subresource) info names to body."""
+        answer: registry_pb2.ObjectResponse = await self._registry.Update(
+            registry_pb2.UpdateRequest(
+                resource=ref,
+                name=info.name,
+                body=body,
+                dry_run=dry_run,
+                subresource=info.subresource,
+                field_validation=field_validation,
+            )
+        )
+        return answer
+
     async def _update(
         self, request: web.Request, ref: registry_pb2.ResourceRef, info: paths.RequestInfo
     ) -> web.Response:
@@ -208,15 +230,8 @@ class ResourceHandlers:
         body = await negotiation.body_as_json(
             request.headers.get("Content-Type", ""), await request.read()
         )
-        updated = await self._registry.Update(
-            registry_pb2.UpdateRequest(
-                resource=ref,
-                name=info.name,
-                body=body,
-                dry_run=dry_run,
-                subresource=info.subresource,
-                field_validation=field_validation,
-            )
+        updated = await self._write(
+            ref, info, body, dry_run=dry_run, field_validation=field_validation
         )
         return object_response(updated)
 
@@ -234,12 +249,34 @@ class ResourceHandlers:
         content_type = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
         # As kube, custom resources take no strategic merge patches: they have no
         # Go types to read merge keys from.
-        accepted = patches.FOR_CUSTOM if api.custom else patches.SUPPORTED
+        accepted: tuple[str, ...] = patches.FOR_CUSTOM if api.custom else patches.SUPPORTED
+        if not info.subresource:
+            accepted += (patches.APPLY_PATCH,)
         if content_type not in accepted:
             raise errors.unsupported_media_type(request.headers.get("Content-Type", ""), accepted)
         patch = await request.read()
         dry_run = _dry_run(request.query.getall("dryRun", []), "PatchOptions")
         field_validation = _field_validation(request, "PatchOptions")
+        force = request.query.get("force")
+        if content_type == patches.APPLY_PATCH:
+            manager = request.query.get("fieldManager", "")
+            if not manager:
+                cause = Cause(
+                    reason="FieldValueRequired",
+                    message="Required value: is required for apply patch",
+                    field="fieldManager",
+                )
+                raise errors.invalid("PatchOptions", "", [cause], "meta.k8s.io")
+            return await self._apply(
+                ref, info, patch, manager, _truthy(force), dry_run, field_validation
+            )
+        if force is not None:
+            cause = Cause(
+                reason="FieldValueForbidden",
+                message="Forbidden: may not be specified for non-apply patch",
+                field="force",
+            )
+            raise errors.invalid("PatchOptions", "", [cause], "meta.k8s.io")
         while True:
             current = await self._registry.Get(
                 registry_pb2.GetRequest(resource=ref, name=info.name, subresource=info.subresource)
@@ -251,15 +288,12 @@ class ResourceHandlers:
                 raise errors.bad_request("metadata must be an object")
             pinned = metadata.setdefault("resourceVersion", read_at) != read_at
             try:
-                updated = await self._registry.Update(
-                    registry_pb2.UpdateRequest(
-                        resource=ref,
-                        name=info.name,
-                        body=orjson.dumps(patched),
-                        dry_run=dry_run,
-                        subresource=info.subresource,
-                        field_validation=field_validation,
-                    )
+                updated = await self._write(
+                    ref,
+                    info,
+                    orjson.dumps(patched),
+                    dry_run=dry_run,
+                    field_validation=field_validation,
                 )
             except grpc.aio.AioRpcError as e:
                 status = status_from_rpc_error(e)
@@ -267,6 +301,59 @@ class ResourceHandlers:
                     raise status from None
                 continue
             return object_response(updated)
+
+    async def _apply(
+        self,
+        ref: registry_pb2.ResourceRef,
+        info: paths.RequestInfo,
+        patch: bytes,
+        manager: str,
+        force: bool,
+        dry_run: bool,
+        field_validation: str,
+    ) -> web.Response:
+        """Server-side apply: the configuration merged into the live object (or
+        creating it) under manager's name, written back at the resourceVersion
+        read, again after a concurrent write."""
+        applied = apply.check_applied(
+            orjson.loads(await negotiation.body_as_json(negotiation.YAML, patch)), info.name
+        )
+        api_version = f"{ref.group}/{ref.version}" if ref.group else ref.version
+        while True:
+            try:
+                current = await self._registry.Get(
+                    registry_pb2.GetRequest(resource=ref, name=info.name)
+                )
+            except grpc.aio.AioRpcError as e:
+                if status_from_rpc_error(e).reason != "NotFound":
+                    raise
+                live = None
+            else:
+                live = orjson.loads(current.object)
+            merged = apply.apply(
+                live, applied, manager=manager, force=force, api_version=api_version
+            )
+            body = orjson.dumps(merged)
+            try:
+                if live is None:
+                    created = await self._registry.Create(
+                        registry_pb2.CreateRequest(
+                            resource=ref,
+                            body=body,
+                            dry_run=dry_run,
+                            field_validation=field_validation,
+                        )
+                    )
+                    return object_response(created, 201)
+                updated = await self._write(
+                    ref, info, body, dry_run=dry_run, field_validation=field_validation
+                )
+                return object_response(updated)
+            except grpc.aio.AioRpcError as e:
+                # Another write came between the read and this one: apply again.
+                if status_from_rpc_error(e).reason not in ("Conflict", "AlreadyExists"):
+                    raise
+                continue
 
     @staticmethod
     def _require(api: APIResource, verb: str, info: paths.RequestInfo) -> None:

@@ -130,6 +130,16 @@ def conflict(resource: str, name: str, detail: str, group: str = "") -> StatusEr
     )
 
 
+def apply_conflict(message: str, causes: list[Cause]) -> StatusError:
+    """A server-side apply that would change fields other managers own."""
+    return StatusError(
+        code=409,
+        reason="Conflict",
+        message=message,
+        details={"causes": [c.as_dict() for c in causes]},
+    )
+
+
 OBJECT_MODIFIED = (
     "the object has been modified; please apply your changes to the latest version and try again"
 )

@@ -509,3 +509,47 @@ def test_custom_resource_definition_lifecycle(system: System, demo: str) -> None
     kubectl(system, "delete", "crd", f"crontabs.{group}")
     gone = kubectl(system, "get", "crd", f"crontabs.{group}", check=False)
     assert gone.returncode == 1 and "NotFound" in gone.stderr
+
+
+SSA_YAML = """
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: shared
+  labels: {app: web}
+data:
+  a: "1"
+  b: "2"
+"""
+
+
+def test_server_side_apply_owns_fields_and_conflicts(system: System, demo: str) -> None:
+    def apply(manifest: str, *flags: str) -> subprocess.CompletedProcess[str]:
+        args = ("-n", demo, "apply", "--server-side", *flags, "-f", "-")
+        return kubectl(system, *args, stdin=manifest, check=False)
+
+    assert apply(SSA_YAML).stdout.strip() == "configmap/shared serverside-applied"
+    assert apply(SSA_YAML).stdout.strip() == "configmap/shared serverside-applied"
+    changed = SSA_YAML.replace('a: "1"', 'a: "9"')
+    refused = apply(changed, "--field-manager=other")
+    assert refused.returncode == 1
+    assert refused.stderr.splitlines()[0] == (
+        'error: Apply failed with 1 conflict: conflict with "kubectl": .data.a'
+    )
+    forced = apply(changed, "--field-manager=other", "--force-conflicts")
+    assert forced.stdout.strip() == "configmap/shared serverside-applied"
+    obj = json.loads(
+        kubectl(
+            system, "-n", demo, "get", "configmap", "shared", "-o", "json", "--show-managed-fields"
+        ).stdout
+    )
+    assert obj["data"] == {"a": "9", "b": "2"}
+    owned = {e["manager"]: e["fieldsV1"] for e in obj["metadata"]["managedFields"]}
+    assert owned["kubectl"]["f:data"] == {"f:b": {}}
+    assert owned["other"]["f:data"] == {"f:a": {}, "f:b": {}}
+    # kubectl's manager stops applying b (and takes a's new value, sharing it):
+    # other still owns b, so it stays.
+    kept = changed.replace('  b: "2"\n', "")
+    assert apply(kept).returncode == 0
+    data = kubectl(system, "-n", demo, "get", "configmap", "shared", "-o", "jsonpath={.data}")
+    assert json.loads(data.stdout) == {"a": "9", "b": "2"}

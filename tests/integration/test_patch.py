@@ -134,3 +134,33 @@ async def test_patching_scale_and_status_subresources(
     stored = await answer(http, "GET", path, 200)
     assert stored["metadata"]["generation"] == 2
     assert stored["status"] == {"replicas": 6}
+
+
+async def test_apply_patches_need_a_field_manager_and_only_they_take_force(
+    http: aiohttp.ClientSession,
+) -> None:
+    path = "/api/v1/namespaces/default/configmaps/applied-here"
+    body = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied-here\ndata:\n  k: v\n"
+    apply_yaml = {"Content-Type": "application/apply-patch+yaml"}
+    async with http.patch(path, data=body, headers=apply_yaml) as response:
+        refused = orjson.loads(await response.read())
+        assert response.status == 422
+    assert refused["message"] == (
+        'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: '
+        "is required for apply patch"
+    )
+    async with http.patch(f"{path}?fieldManager=tester", data=body, headers=apply_yaml) as response:
+        created = orjson.loads(await response.read())
+        assert response.status == 201, created
+    assert created["data"] == {"k": "v"}
+    assert [e["manager"] for e in created["metadata"]["managedFields"]] == ["tester"]
+    merge = {"Content-Type": "application/merge-patch+json"}
+    async with http.patch(f"{path}?force=true", data=b"{}", headers=merge) as response:
+        refused = orjson.loads(await response.read())
+        assert response.status == 422
+    assert refused["message"] == (
+        'PatchOptions.meta.k8s.io "" is invalid: force: Forbidden: may not be specified for '
+        "non-apply patch"
+    )
+    async with http.delete(path) as response:
+        assert response.status == 200
