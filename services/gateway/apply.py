@@ -14,87 +14,22 @@ is one field, replaced whole (strata's schemas declare no list keys yet).
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from strata.api import errors
 from strata.api.errors import Cause, StatusError
-
-Obj = dict[str, Any]
-Path = tuple[str, ...]
-APPLY, UPDATE = "Apply", "Update"
-# Fields no manager owns: the object's identity and what the server keeps.
-_IDENTITY: frozenset[Path] = frozenset(
-    {
-        ("apiVersion",),
-        ("kind",),
-        ("metadata", "name"),
-        ("metadata", "namespace"),
-        ("metadata", "uid"),
-        ("metadata", "resourceVersion"),
-        ("metadata", "generation"),
-        ("metadata", "creationTimestamp"),
-        ("metadata", "deletionTimestamp"),
-        ("metadata", "deletionGracePeriodSeconds"),
-        ("metadata", "selfLink"),
-        ("metadata", "managedFields"),
-    }
+from strata.api.managed_fields import (
+    APPLY,
+    Entry,
+    Obj,
+    Path,
+    entries,
+    entry,
+    get,
+    leaves,
+    overlap,
+    to_fields_v1,
 )
-
-
-def leaves(obj: Obj, prefix: Path = ()) -> set[Path]:
-    """The fields a configuration sets: every value that is not a non-empty map."""
-    found: set[Path] = set()
-    for name, value in obj.items():
-        path = (*prefix, name)
-        if path in _IDENTITY or (not prefix and name == "status"):
-            continue
-        if isinstance(value, dict) and value:
-            found |= leaves(value, path)
-        else:
-            found.add(path)
-    return found
-
-
-def to_fields_v1(paths: set[Path]) -> Obj:
-    """A field set as managedFields' FieldsV1 ({"f:data": {"f:a": {}}})."""
-    tree: Obj = {}
-    for path in sorted(paths):
-        node = tree
-        for name in path:
-            node = node.setdefault(f"f:{name}", {})
-    return tree
-
-
-def from_fields_v1(tree: Obj, prefix: Path = ()) -> set[Path]:
-    """The fields a FieldsV1 tree names (the leaves; "." marks a node owned itself)."""
-    found: set[Path] = set()
-    for key, child in tree.items():
-        if key == ".":
-            found.add(prefix)
-        elif key.startswith("f:"):
-            path = (*prefix, key[2:])
-            found |= from_fields_v1(child, path) if child else {path}
-        else:  # list items by key, value or index: their list is owned
-            found.add(prefix)
-    return found
-
-
-def _overlap(a: Path, b: Path) -> bool:
-    shorter = min(len(a), len(b))
-    return a[:shorter] == b[:shorter]
-
-
-_MISSING = object()
-
-
-def _get(obj: Any, path: Path) -> Any:
-    for name in path:
-        if not isinstance(obj, dict) or name not in obj:
-            return _MISSING
-        obj = obj[name]
-    return obj
 
 
 def _set(obj: Obj, path: Path, value: Any) -> None:
@@ -128,60 +63,24 @@ def _printed(path: Path) -> str:
     return "".join(f".{name}" for name in path)
 
 
-@dataclass
-class Entry:
-    """One managedFields entry, its fields decoded."""
-
-    raw: Obj
-    fields: set[Path]
-
-    @property
-    def manager(self) -> str:
-        return str(self.raw.get("manager", ""))
-
-    @property
-    def is_apply(self) -> bool:
-        return self.raw.get("operation") == APPLY
-
-    def described(self) -> str:
-        """The manager as kube's conflict messages name it."""
-        name = f'"{self.manager}"'
-        if subresource := self.raw.get("subresource"):
-            name += f' with subresource "{subresource}"'
-        if self.raw.get("operation") == UPDATE:
-            name += f" using {self.raw.get('apiVersion', '')}"
-            if at := self.raw.get("time"):
-                name += f" at {at}"
-        return name
-
-
-def _entries(live: Obj) -> list[Entry]:
-    managed = (live.get("metadata") or {}).get("managedFields") or []
-    return [
-        Entry(dict(raw), from_fields_v1(raw.get("fieldsV1") or {}))
-        for raw in managed
-        if isinstance(raw, dict)
-    ]
-
-
 def _conflict_error(conflicts: list[tuple[Entry, Path]]) -> StatusError:
     causes = [
         Cause(
             reason="FieldManagerConflict",
-            message=f"conflict with {entry.described()}",
+            message=f"conflict with {owner.described()}",
             field=_printed(path),
         )
-        for entry, path in conflicts
+        for owner, path in conflicts
     ]
     if len(conflicts) == 1:
-        entry, path = conflicts[0]
+        owner, path = conflicts[0]
         message = (
-            f"Apply failed with 1 conflict: conflict with {entry.described()}: {_printed(path)}"
+            f"Apply failed with 1 conflict: conflict with {owner.described()}: {_printed(path)}"
         )
     else:
         by_manager: dict[str, list[Path]] = {}
-        for entry, path in conflicts:
-            by_manager.setdefault(entry.described(), []).append(path)
+        for owner, path in conflicts:
+            by_manager.setdefault(owner.described(), []).append(path)
         lines = []
         for described in sorted(by_manager):
             lines.append(f"conflicts with {described}:")
@@ -217,23 +116,23 @@ def apply(live: Obj | None, applied: Obj, *, manager: str, force: bool, api_vers
     before: Obj = live if live is not None else {}
     current: Obj = copy.deepcopy(before)
     for path in wanted:
-        _set(current, path, _get(applied, path))
-    entries = _entries(current)
-    mine = next((e for e in entries if e.manager == manager and e.is_apply), None)
-    others = [e for e in entries if e is not mine]
+        _set(current, path, get(applied, path))
+    managers = entries(current)
+    mine = next((e for e in managers if e.manager == manager and e.is_apply), None)
+    others = [e for e in managers if e is not mine]
     # A conflict is a field another manager owns that this apply changes.
     conflicts: list[tuple[Entry, Path]] = []
     for path in sorted(wanted):
-        for entry in others:
-            for owned in sorted(entry.fields):
+        for other in others:
+            for owned in sorted(other.fields):
                 deeper = path if len(path) >= len(owned) else owned
-                if _overlap(owned, path) and _get(before, deeper) != _get(current, deeper):
-                    conflicts.append((entry, path))
+                if overlap(owned, path) and get(before, deeper) != get(current, deeper):
+                    conflicts.append((other, path))
                     break
     if conflicts and not force:
         raise _conflict_error(conflicts)
-    for entry, path in conflicts:
-        entry.fields = {f for f in entry.fields if not _overlap(f, path)}
+    for other, path in conflicts:
+        other.fields = {f for f in other.fields if not overlap(f, path)}
     owned_by_others = set().union(*(e.fields for e in others)) if others else set()
     for path in sorted((mine.fields if mine else set()) - wanted, key=len, reverse=True):
         if path not in owned_by_others:
@@ -244,18 +143,10 @@ def apply(live: Obj | None, applied: Obj, *, manager: str, force: bool, api_vers
     for field in ("name", "namespace"):
         if field in applied["metadata"] and field not in metadata:
             metadata[field] = applied["metadata"][field]
-    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    own: Obj = {
-        "manager": manager,
-        "operation": APPLY,
-        "apiVersion": api_version,
-        "time": now,
-        "fieldsType": "FieldsV1",
-        "fieldsV1": to_fields_v1(wanted),
-    }
+    own = entry(manager, APPLY, api_version, wanted)
     forced = {id(e) for e, _ in conflicts}
     result: list[Obj] = []
-    for other in entries:
+    for other in managers:
         if other is mine:
             result.append(own)
         elif other.fields:

@@ -17,7 +17,7 @@ from services.gateway import apply, negotiation, patches, paths
 from services.gateway.catalog import APIResource, Catalog
 from services.gateway.watches import RegistryWatches
 from strata.api import errors
-from strata.api.causes import not_supported
+from strata.api.causes import not_supported, too_long
 from strata.api.errors import Cause, StatusError
 from strata.api.wire import status_from_rpc_error
 from strata.proto.registry.v1 import registry_pb2, registry_pb2_grpc
@@ -86,6 +86,22 @@ def _field_validation(request: web.Request, options_kind: str) -> str:
     return value
 
 
+MAX_FIELD_MANAGER = 128
+
+
+def _field_manager(request: web.Request, options_kind: str) -> str:
+    """Who a write's fields belong to: fieldManager (at most 128 bytes, as kube
+    validates it), else the User-Agent's product name as kube derives it."""
+    given = request.query.get("fieldManager", "")
+    if len(given.encode()) > MAX_FIELD_MANAGER:
+        cause = too_long("fieldManager", MAX_FIELD_MANAGER)
+        raise errors.invalid(options_kind, "", [cause], "meta.k8s.io")
+    if given:
+        return given
+    product = request.headers.get("User-Agent", "").split("/")[0]
+    return "".join(c for c in product if c.isprintable())[:MAX_FIELD_MANAGER]
+
+
 class ResourceHandlers:
     def __init__(self, registry: registry_pb2_grpc.RegistryAsyncStub, catalog: Catalog) -> None:
         self._registry = registry
@@ -149,12 +165,17 @@ class ResourceHandlers:
             # As kube's: the options are checked before the body is read.
             dry_run = _dry_run(request.query.getall("dryRun", []), "CreateOptions")
             field_validation = _field_validation(request, "CreateOptions")
+            manager = _field_manager(request, "CreateOptions")
             body = await negotiation.body_as_json(
                 request.headers.get("Content-Type", ""), await request.read()
             )
             created = await self._registry.Create(
                 registry_pb2.CreateRequest(
-                    resource=ref, body=body, dry_run=dry_run, field_validation=field_validation
+                    resource=ref,
+                    body=body,
+                    dry_run=dry_run,
+                    field_validation=field_validation,
+                    field_manager=manager,
                 )
             )
             return object_response(created, 201)
@@ -207,6 +228,7 @@ class ResourceHandlers:
         *,
         dry_run: bool,
         field_validation: str,
+        field_manager: str = "",
     ) -> registry_pb2.ObjectResponse:
         """An update of the object (or subresource) info names to body."""
         answer: registry_pb2.ObjectResponse = await self._registry.Update(
@@ -217,6 +239,7 @@ class ResourceHandlers:
                 dry_run=dry_run,
                 subresource=info.subresource,
                 field_validation=field_validation,
+                field_manager=field_manager,
             )
         )
         return answer
@@ -227,11 +250,17 @@ class ResourceHandlers:
         """PUT of an object or of one of its subresources."""
         dry_run = _dry_run(request.query.getall("dryRun", []), "UpdateOptions")
         field_validation = _field_validation(request, "UpdateOptions")
+        manager = _field_manager(request, "UpdateOptions")
         body = await negotiation.body_as_json(
             request.headers.get("Content-Type", ""), await request.read()
         )
         updated = await self._write(
-            ref, info, body, dry_run=dry_run, field_validation=field_validation
+            ref,
+            info,
+            body,
+            dry_run=dry_run,
+            field_validation=field_validation,
+            field_manager=manager,
         )
         return object_response(updated)
 
@@ -294,6 +323,7 @@ class ResourceHandlers:
                     orjson.dumps(patched),
                     dry_run=dry_run,
                     field_validation=field_validation,
+                    field_manager=_field_manager(request, "PatchOptions"),
                 )
             except grpc.aio.AioRpcError as e:
                 status = status_from_rpc_error(e)

@@ -106,7 +106,12 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
 
         async def create() -> bytes:
             store = await self._store(ref)
-            return await store.create(ref.namespace, request.body, dry_run=request.dry_run)
+            return await store.create(
+                ref.namespace,
+                request.body,
+                dry_run=request.dry_run,
+                field_manager=request.field_manager,
+            )
 
         return await _object(context, create, request.field_validation)
 
@@ -176,6 +181,7 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
                 request.body,
                 dry_run=request.dry_run,
                 subresource=request.subresource,
+                field_manager=request.field_manager,
             )
 
         return await _object(context, update, request.field_validation)

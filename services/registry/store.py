@@ -32,7 +32,7 @@ from services.registry.strategy import (
     lookup,
     validate_finalizers,
 )
-from strata.api import errors, meta, names
+from strata.api import errors, managed_fields, meta, names
 from strata.api.causes import forbidden, invalid_value, not_supported
 from strata.api.errors import Cause, StatusError
 from strata.api.selectors import (
@@ -394,9 +394,12 @@ class Store:
 
     # --- create ----------------------------------------------------------------
 
-    async def create(self, namespace: str, body: bytes, *, dry_run: bool = False) -> bytes:
+    async def create(
+        self, namespace: str, body: bytes, *, dry_run: bool = False, field_manager: str = ""
+    ) -> bytes:
         """The stored object; with dry_run, what would have been stored (no
-        resourceVersion), after every check a real create makes."""
+        resourceVersion), after every check a real create makes. The fields it
+        sets are field_manager's (metadata.managedFields)."""
         r = self.resource
         self._check_namespace_arg(namespace)
         obj = self._decode(body)
@@ -421,6 +424,7 @@ class Store:
             metadata.pop(field, None)
         metadata["creationTimestamp"] = meta.now_rfc3339()
         self._strategy.prepare_for_create(obj)
+        managed_fields.record_update(None, obj, field_manager, r.api_version)
         for attempt in range(_GENERATE_NAME_ATTEMPTS):
             if generate:
                 metadata["name"] = names.generate_name(generate)
@@ -644,9 +648,11 @@ class Store:
         *,
         dry_run: bool = False,
         subresource: str = "",
+        field_manager: str = "",
     ) -> bytes:
         """The stored object (a Scale for the scale subresource); with dry_run,
-        what would have been stored, at the revision that stays."""
+        what would have been stored, at the revision that stays. What a write of
+        the object itself changes becomes field_manager's (metadata.managedFields)."""
         r = self.resource
         self._check_namespace_arg(namespace)
         self._check_subresource(subresource)
@@ -702,6 +708,7 @@ class Store:
             else:
                 self._strategy.prepare_for_update(new, old)
                 causes = self._strategy.validate_update(new, old)
+                managed_fields.record_update(old, new, field_manager, r.api_version)
             if causes:
                 raise errors.invalid(r.kind, name, causes, r.group)
             if not subresource and isinstance(self._strategy, WarningStrategy):

@@ -553,3 +553,11 @@ def test_server_side_apply_owns_fields_and_conflicts(system: System, demo: str) 
     assert apply(kept).returncode == 0
     data = kubectl(system, "-n", demo, "get", "configmap", "shared", "-o", "jsonpath={.data}")
     assert json.loads(data.stdout) == {"a": "9", "b": "2"}
+    # Ordinary writes own what they change too: a label set by kubectl label
+    # conflicts with an apply that wants another value.
+    kubectl(system, "-n", demo, "label", "--overwrite", "configmap", "shared", "app=api")
+    relabeled = apply(kept)
+    assert relabeled.returncode == 1
+    first = relabeled.stderr.splitlines()[0]
+    assert first.startswith('error: Apply failed with 1 conflict: conflict with "kubectl-label" ')
+    assert first.endswith(": .metadata.labels.app")

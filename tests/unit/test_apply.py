@@ -1,6 +1,7 @@
-"""Server-side apply's merge and ownership rules (services/gateway/apply.py):
-field sets as FieldsV1, conflicts with kube's messages, forcing, removing what a
-manager stops applying, and applying to nothing (a create)."""
+"""Field ownership (strata.api.managed_fields) and server-side apply's rules
+(services/gateway/apply.py): field sets as FieldsV1, what ordinary writes do to
+ownership, conflicts with kube's messages, forcing, removing what a manager stops
+applying, and applying to nothing (a create)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 import pytest
 
 from services.gateway import apply
+from strata.api import managed_fields
 from strata.api.errors import StatusError
 
 Obj = dict[str, Any]
@@ -23,25 +25,26 @@ def config(**data: str) -> Obj:
     }
 
 
-def owners(obj: Obj) -> dict[str, set[apply.Path]]:
+def owners(obj: Obj) -> dict[str, set[managed_fields.Path]]:
     return {
-        e["manager"]: apply.from_fields_v1(e["fieldsV1"]) for e in obj["metadata"]["managedFields"]
+        e["manager"]: managed_fields.from_fields_v1(e["fieldsV1"])
+        for e in obj["metadata"]["managedFields"]
     }
 
 
 def test_field_sets_are_fields_v1() -> None:
-    fields = apply.leaves({**config(a="1"), "status": {"x": 1}, "spec": {"empty": {}}})
+    fields = managed_fields.leaves({**config(a="1"), "status": {"x": 1}, "spec": {"empty": {}}})
     assert fields == {("data", "a"), ("metadata", "labels", "app"), ("spec", "empty")}
-    tree = apply.to_fields_v1(fields)
+    tree = managed_fields.to_fields_v1(fields)
     assert tree == {
         "f:data": {"f:a": {}},
         "f:metadata": {"f:labels": {"f:app": {}}},
         "f:spec": {"f:empty": {}},
     }
-    assert apply.from_fields_v1(tree) == fields
+    assert managed_fields.from_fields_v1(tree) == fields
     # What kube writes for Update operations: "." marks a node owned itself,
     # list items own their list here.
-    assert apply.from_fields_v1(
+    assert managed_fields.from_fields_v1(
         {"f:data": {".": {}, "f:a": {}}, "f:spec": {"f:ports": {'k:{"port":80}': {}}}}
     ) == {("data",), ("data", "a"), ("spec", "ports")}
 
@@ -136,3 +139,32 @@ def test_what_cannot_be_applied_is_400(applied: Any, message: str) -> None:
     with pytest.raises(StatusError) as raised:
         apply.check_applied(applied, "c")
     assert (raised.value.code, raised.value.message) == (400, message)
+
+
+def test_ordinary_writes_take_the_fields_they_set_or_change() -> None:
+    created = config(a="1", b="2")
+    managed_fields.record_update(None, created, "kubectl-create", "v1")
+    (entry,) = created["metadata"]["managedFields"]
+    assert (entry["manager"], entry["operation"]) == ("kubectl-create", "Update")
+    assert owners(created)["kubectl-create"] == {
+        ("data", "a"),
+        ("data", "b"),
+        ("metadata", "labels", "app"),
+    }
+    edited = {**created, "data": {"a": "changed"}}  # b removed, a changed
+    edited["metadata"] = {k: v for k, v in created["metadata"].items() if k != "managedFields"}
+    managed_fields.record_update(created, edited, "kubectl-edit", "v1")
+    # Left out, managedFields were the old ones; a is the editor's now, b no one's.
+    assert owners(edited) == {
+        "kubectl-create": {("metadata", "labels", "app")},
+        "kubectl-edit": {("data", "a")},
+    }
+    # An applier then changing a conflicts with the editor.
+    with pytest.raises(StatusError) as raised:
+        apply.apply(edited, config(a="1"), manager="k", force=False, api_version="v1")
+    assert raised.value.message.startswith(
+        'Apply failed with 1 conflict: conflict with "kubectl-edit" using v1 at '
+    )
+    unchanged = dict(edited)
+    managed_fields.record_update(edited, unchanged, "", "v1")
+    assert unchanged["metadata"]["managedFields"] == edited["metadata"]["managedFields"]

@@ -297,6 +297,7 @@ class CreateRequest(_message.Message):
     BODY_FIELD_NUMBER: _builtins.int
     DRY_RUN_FIELD_NUMBER: _builtins.int
     FIELD_VALIDATION_FIELD_NUMBER: _builtins.int
+    FIELD_MANAGER_FIELD_NUMBER: _builtins.int
     body: _builtins.bytes
     dry_run: _builtins.bool
     """dryRun=All: everything a write does, nothing stored; the answer is what
@@ -305,6 +306,11 @@ class CreateRequest(_message.Message):
     field_validation: _builtins.str
     """fieldValidation: "Ignore", "Warn" (also for "") or "Strict": what fields
     the kind does not know earn (nothing, a warning each, a 400).
+    """
+    field_manager: _builtins.str
+    """Who writes (fieldManager, or the client's User-Agent): the fields it sets
+    become its own in metadata.managedFields. Empty: managedFields as given
+    (a server-side apply computed them), or kept.
     """
     @_builtins.property
     def resource(self) -> Global___ResourceRef: ...
@@ -315,10 +321,11 @@ class CreateRequest(_message.Message):
         body: _builtins.bytes = ...,
         dry_run: _builtins.bool = ...,
         field_validation: _builtins.str = ...,
+        field_manager: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["resource", b"resource"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "dry_run", b"dry_run", "field_validation", b"field_validation", "resource", b"resource"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "dry_run", b"dry_run", "field_manager", b"field_manager", "field_validation", b"field_validation", "resource", b"resource"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -506,6 +513,7 @@ class UpdateRequest(_message.Message):
     DRY_RUN_FIELD_NUMBER: _builtins.int
     SUBRESOURCE_FIELD_NUMBER: _builtins.int
     FIELD_VALIDATION_FIELD_NUMBER: _builtins.int
+    FIELD_MANAGER_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     body: _builtins.bytes
     dry_run: _builtins.bool
@@ -515,6 +523,7 @@ class UpdateRequest(_message.Message):
     """
     field_validation: _builtins.str
     """As CreateRequest's."""
+    field_manager: _builtins.str
     @_builtins.property
     def resource(self) -> Global___ResourceRef: ...
     def __init__(
@@ -526,10 +535,11 @@ class UpdateRequest(_message.Message):
         dry_run: _builtins.bool = ...,
         subresource: _builtins.str = ...,
         field_validation: _builtins.str = ...,
+        field_manager: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["resource", b"resource"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "dry_run", b"dry_run", "field_validation", b"field_validation", "name", b"name", "resource", b"resource", "subresource", b"subresource"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "dry_run", b"dry_run", "field_manager", b"field_manager", "field_validation", b"field_validation", "name", b"name", "resource", b"resource", "subresource", b"subresource"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
