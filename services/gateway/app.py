@@ -15,7 +15,7 @@ from grpc_health.v1 import health_pb2_grpc
 from opentelemetry.instrumentation.aiohttp_server import AioHttpServerInstrumentor
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from services.gateway import health, output, requests
+from services.gateway import health, negotiation, output, requests
 from services.gateway.catalog import Catalog
 from services.gateway.handlers import ResourceHandlers, json_response, status_response
 from services.gateway.openapi import OpenAPIv3
@@ -120,10 +120,26 @@ def build_app(
             )
         )
 
-    async def api(_: web.Request) -> web.Response:
+    async def discovery(request: web.Request, legacy: bool) -> web.Response | None:
+        """The aggregated document, when the client asks for it first."""
+        version = negotiation.aggregated_discovery(request.headers.get("Accept", ""))
+        if not version:
+            return None
+        body = orjson.dumps(await catalog.aggregated(legacy, version))
+        response = web.Response(body=body)
+        response.headers["Content-Type"] = negotiation.AGGREGATED.format(version)
+        return response
+
+    async def api(request: web.Request) -> web.Response:
+        aggregated = await discovery(request, legacy=True)
+        if aggregated is not None:
+            return aggregated
         return json_response(orjson.dumps(await catalog.api_versions(server_address)))
 
-    async def apis(_: web.Request) -> web.Response:
+    async def apis(request: web.Request) -> web.Response:
+        aggregated = await discovery(request, legacy=False)
+        if aggregated is not None:
+            return aggregated
         return json_response(orjson.dumps(await catalog.api_group_list()))
 
     async def close_watches(_: web.Application) -> None:

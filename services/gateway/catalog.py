@@ -129,3 +129,57 @@ class Catalog:
             "groupVersion": f"{group}/{version}" if group else version,
             "resources": resources,
         }
+
+    async def aggregated(self, legacy: bool, version: str = "v2") -> dict[str, Any]:
+        """Aggregated discovery (apidiscovery.k8s.io): every resource of the
+        core group (legacy, for /api) or of every other group (/apis) in one
+        APIGroupDiscoveryList, as kubectl asks for first."""
+        groups: dict[str, dict[str, list[dict[str, Any]]]] = {}
+        for (group, gv, _), r in sorted((await self.resources(DISCOVERY_SECONDS)).items()):
+            if (group == "") != legacy:
+                continue
+            groups.setdefault(group, {}).setdefault(gv, []).append(_discovered(r))
+        items = [
+            {
+                "metadata": {"name": group} if group else {},
+                "versions": [
+                    {"version": v, "resources": resources, "freshness": "Current"}
+                    for v, resources in versions.items()
+                ],
+            }
+            for group, versions in groups.items()
+        ]
+        return {
+            "kind": "APIGroupDiscoveryList",
+            "apiVersion": f"apidiscovery.k8s.io/{version}",
+            "metadata": {},
+            "items": items,
+        }
+
+
+def _discovered(r: APIResource) -> dict[str, Any]:
+    """One resource as aggregated discovery describes it."""
+    entry: dict[str, Any] = {
+        "resource": r.name,
+        "responseKind": {"group": r.group, "version": r.version, "kind": r.kind},
+        "scope": "Namespaced" if r.namespaced else "Cluster",
+        "singularResource": r.singular_name,
+        "verbs": list(r.verbs),
+    }
+    if r.short_names:
+        entry["shortNames"] = list(r.short_names)
+    if r.categories:
+        entry["categories"] = list(r.categories)
+    subresources = []
+    for sub in _subresource_entries(r):
+        kind = {"group": sub.get("group", r.group), "version": sub.get("version", r.version)}
+        subresources.append(
+            {
+                "subresource": sub["name"].split("/", 1)[1],
+                "responseKind": {**kind, "kind": sub["kind"]},
+                "verbs": sub["verbs"],
+            }
+        )
+    if subresources:
+        entry["subresources"] = subresources
+    return entry

@@ -60,6 +60,29 @@ def output(accept: str, *, listing: bool = False) -> Output:
     raise errors.not_acceptable((JSON, YAML))
 
 
+AGGREGATED = "application/json;g=apidiscovery.k8s.io;v={};as=APIGroupDiscoveryList"
+
+
+def aggregated_discovery(accept: str) -> str:
+    """The apidiscovery.k8s.io version the client asks /api and /apis to answer
+    in ("v2" or "v2beta1") when it asks for aggregated discovery before the
+    plain documents, else ""."""
+    for clause in accept.split(","):
+        media, *params = [p.strip() for p in clause.split(";")]
+        options = dict(p.split("=", 1) for p in params if "=" in p)
+        if options.get("as") == "APIGroupDiscoveryList":
+            if (
+                media == JSON
+                and options.get("g") == "apidiscovery.k8s.io"
+                and options.get("v") in ("v2", "v2beta1")
+            ):
+                return options["v"]
+            continue
+        if media in _JSON_MEDIA:
+            return ""
+    return ""
+
+
 async def body_as_json(content_type: str, body: bytes) -> bytes:
     """The request body as JSON bytes; YAML and Kubernetes protobuf are converted,
     anything else is 415. No Content-Type at all means JSON, as in kube-apiserver."""

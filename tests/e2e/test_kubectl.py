@@ -216,6 +216,17 @@ def test_server_dry_run(system: System, demo: str) -> None:
     assert kubectl(system, "-n", demo, "get", "configmap", "real").returncode == 0
 
 
+def test_api_resources_and_versions(system: System) -> None:
+    resources = kubectl(system, "api-resources").stdout.splitlines()
+    assert resources[0].split() == ["NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND"]
+    rows = {line.split()[0]: line.split()[1:] for line in resources[1:]}
+    assert rows["configmaps"] == ["cm", "v1", "true", "ConfigMap"]
+    assert rows["deployments"] == ["deploy", "apps/v1", "true", "Deployment"]
+    assert rows["clusterroles"] == ["rbac.authorization.k8s.io/v1", "false", "ClusterRole"]
+    versions = kubectl(system, "api-versions").stdout.split()
+    assert {"v1", "apps/v1", "coordination.k8s.io/v1", "apiextensions.k8s.io/v1"} <= set(versions)
+
+
 def test_leases_are_listed_with_their_holder(system: System, demo: str) -> None:
     lease = {
         "apiVersion": "coordination.k8s.io/v1",

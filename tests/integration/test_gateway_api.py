@@ -388,3 +388,49 @@ async def test_large_responses_are_gzipped_when_the_client_takes_it(
         assert "Content-Encoding" not in response.headers  # under 128 KiB
     async with http.get(path, headers={"Accept-Encoding": "identity"}) as response:
         assert "Content-Encoding" not in response.headers
+
+
+AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+
+async def test_aggregated_discovery(http: aiohttp.ClientSession) -> None:
+    accept = f"{AGGREGATED},application/json"
+    async with http.get("/api", headers={"Accept": accept}) as response:
+        assert response.headers["Content-Type"] == AGGREGATED
+        core = orjson.loads(await response.read())
+    assert (core["kind"], core["apiVersion"]) == ("APIGroupDiscoveryList", "apidiscovery.k8s.io/v2")
+    ((version,),) = [item["versions"] for item in core["items"]]
+    assert (version["version"], version["freshness"]) == ("v1", "Current")
+    configmaps = next(r for r in version["resources"] if r["resource"] == "configmaps")
+    assert configmaps == {
+        "resource": "configmaps",
+        "responseKind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+        "scope": "Namespaced",
+        "singularResource": "configmap",
+        "verbs": sorted(configmaps["verbs"]),
+        "shortNames": ["cm"],
+    }
+    assert {"create", "list", "watch", "patch"} <= set(configmaps["verbs"])
+    async with http.get("/apis", headers={"Accept": accept}) as response:
+        groups = orjson.loads(await response.read())
+    apps = next(item for item in groups["items"] if item["metadata"].get("name") == "apps")
+    deployments = next(
+        r for r in apps["versions"][0]["resources"] if r["resource"] == "deployments"
+    )
+    assert deployments["subresources"] == [
+        {
+            "subresource": "status",
+            "responseKind": {"group": "apps", "version": "v1", "kind": "Deployment"},
+            "verbs": ["get", "patch", "update"],
+        },
+        {
+            "subresource": "scale",
+            "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+            "verbs": ["get", "patch", "update"],
+        },
+    ]
+    assert "" not in {item["metadata"].get("name") for item in groups["items"]}
+    # A client that does not ask for it gets the plain documents.
+    async with http.get("/apis") as response:
+        assert response.headers["Content-Type"].startswith("application/json")
+        assert orjson.loads(await response.read())["kind"] == "APIGroupList"

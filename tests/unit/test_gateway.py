@@ -105,6 +105,31 @@ def test_nothing_acceptable_is_406(accept: str) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("accept", "version"),
+    [
+        (
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+            "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,"
+            "application/json",
+            "v2",
+        ),
+        ("application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList", "v2beta1"),
+        (
+            "application/json,application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
+            "",
+        ),
+        (
+            "application/json;g=apidiscovery.k8s.io;v=v3;as=APIGroupDiscoveryList,application/json",
+            "",
+        ),
+        ("", ""),
+    ],
+)
+def test_aggregated_discovery_when_asked_first(accept: str, version: str) -> None:
+    assert negotiation.aggregated_discovery(accept) == version
+
+
 def _envelope(api_version: str, kind: str, raw: bytes) -> bytes:
     unknown = runtime_pb2.Unknown(
         typeMeta=runtime_pb2.TypeMeta(apiVersion=api_version, kind=kind), raw=raw
