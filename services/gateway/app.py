@@ -162,6 +162,7 @@ def build_app(
     app.router.add_get("/apis", apis)
     app.router.add_get("/apis/", apis)
     openapi = OpenAPIv3(catalog, GIT_VERSION)
+    app.router.add_get("/openapi/v2", openapi.v2)
     app.router.add_get("/openapi/v3", openapi.index)
     app.router.add_get("/openapi/v3/{path:.+}", openapi.group_version)
     app.router.add_route("*", "/api/{tail:.+}", resources.handle)

@@ -1,6 +1,6 @@
-"""OpenAPI v3 documents (/openapi/v3 and one per group-version), built from what
-the registry serves: the paths and operations the gateway answers, and each
-kind's schema as the registry reports it.
+"""OpenAPI documents (/openapi/v3 and one per group-version, and /openapi/v2
+converted from them), built from what the registry serves: the paths and
+operations the gateway answers, and each kind's schema as the registry reports it.
 
 Clients read more than the schemas here. kubectl decides whether the server
 validates fields itself (so it need not) by finding, for the kind it writes, a
@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from services.gateway import negotiation
 from services.gateway.catalog import DISCOVERY_SECONDS, APIResource, Catalog
 from strata.api import errors, schemas
 
@@ -274,6 +275,71 @@ def document(group: str, version: str, served: list[APIResource], server_version
     }
 
 
+def _v2_refs(value: Any) -> Any:
+    """value with its $refs pointing where a v2 document keeps schemas."""
+    if isinstance(value, dict):
+        return {
+            k: v.replace(_REF, "#/definitions/") if k == "$ref" else _v2_refs(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_v2_refs(v) for v in value]
+    return value
+
+
+def _v2_parameter(parameter: Doc) -> Doc:
+    converted = {k: v for k, v in parameter.items() if k != "schema"}
+    converted.update(parameter.get("schema") or {})
+    return converted
+
+
+def _v2_operation(operation: Doc) -> Doc:
+    converted = {
+        k: v for k, v in operation.items() if k not in ("parameters", "requestBody", "responses")
+    }
+    parameters = [_v2_parameter(p) for p in operation.get("parameters") or []]
+    if body := operation.get("requestBody"):
+        content = body["content"]
+        converted["consumes"] = list(content)
+        schema = next(iter(content.values()))["schema"]
+        parameters.append({"name": "body", "in": "body", "required": True, "schema": schema})
+    converted["parameters"] = parameters
+    converted["produces"] = ["application/json", "application/yaml"]
+    converted["responses"] = {
+        code: {
+            "description": answer["description"],
+            "schema": next(iter(answer["content"].values()))["schema"],
+        }
+        for code, answer in operation["responses"].items()
+    }
+    return converted
+
+
+def swagger(documents: list[Doc], server_version: str) -> Doc:
+    """One OpenAPI v2 (Swagger 2.0) document of what the v3 documents describe,
+    for clients that read v2."""
+    paths: Doc = {}
+    definitions: Doc = {}
+    for doc in documents:
+        definitions.update(doc["components"]["schemas"])
+        for path, operations in doc["paths"].items():
+            paths[path] = {
+                method: [_v2_parameter(p) for p in op]
+                if method == "parameters"
+                else _v2_operation(op)
+                for method, op in operations.items()
+            }
+    converted: Doc = _v2_refs(
+        {
+            "swagger": "2.0",
+            "info": {"title": "Kubernetes", "version": server_version},
+            "paths": paths,
+            "definitions": definitions,
+        }
+    )
+    return converted
+
+
 def digest(body: bytes) -> str:
     """The hash a document's URL carries, so clients may cache it for good."""
     return hashlib.sha512(body).hexdigest().upper()
@@ -305,6 +371,16 @@ class OpenAPIv3:
             }
             self._built_from = served
         return self._documents
+
+    async def v2(self, request: web.Request) -> web.Response:
+        """/openapi/v2 as JSON; protobuf is not written here, which kube's
+        clients take as the cue to ask for JSON or do without (406)."""
+        negotiation.output(request.headers.get("Accept", ""))  # 406 for protobuf alone
+        documents = [orjson.loads(body) for body in (await self._current()).values()]
+        body = orjson.dumps(swagger(documents, self._server_version))
+        response = web.Response(body=body, content_type="application/json")
+        response.headers["Etag"] = f'"{digest(body)}"'
+        return response
 
     async def index(self, _: web.Request) -> web.Response:
         paths = {

@@ -216,6 +216,24 @@ def test_server_dry_run(system: System, demo: str) -> None:
     assert kubectl(system, "-n", demo, "get", "configmap", "real").returncode == 0
 
 
+def test_edit_with_a_scripted_editor(
+    system: System, demo: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kubectl(system, "-n", demo, "create", "configmap", "edited", "--from-literal=k=before")
+    monkeypatch.setenv("KUBE_EDITOR", "sed -i -e s/before/after/")
+    edited = kubectl(system, "-n", demo, "edit", "configmap", "edited")
+    assert edited.stdout.strip() == "configmap/edited edited"
+    obj = json.loads(
+        kubectl(
+            system, "-n", demo, "get", "configmap", "edited", "-o", "json", "--show-managed-fields"
+        ).stdout
+    )
+    assert obj["data"] == {"k": "after"}
+    owners = {e["manager"]: e["fieldsV1"] for e in obj["metadata"]["managedFields"]}
+    assert owners["kubectl-edit"] == {"f:data": {"f:k": {}}}
+    assert "kubectl-create" not in owners  # its only field is the editor's now
+
+
 def test_api_resources_and_versions(system: System) -> None:
     resources = kubectl(system, "api-resources").stdout.splitlines()
     assert resources[0].split() == ["NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND"]

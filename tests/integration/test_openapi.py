@@ -135,3 +135,25 @@ async def test_a_custom_resource_is_described_by_its_crd_schema(
     finally:
         await undefine(http, body["metadata"]["name"])
     assert f"apis/{group}/v1" not in await index(http)
+
+
+async def test_openapi_v2_is_json_or_406(http: aiohttp.ClientSession) -> None:
+    doc = await answer(http, "GET", "/openapi/v2", 200)
+    assert doc["swagger"] == "2.0"
+    deployment = doc["definitions"]["io.k8s.api.apps.v1.Deployment"]
+    assert deployment["properties"]["metadata"] == {
+        "$ref": "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+    }
+    patch = doc["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"]
+    assert {k: v for k, v in patch["parameters"][-1].items() if k != "schema"} == {
+        "name": "body",
+        "in": "body",
+        "required": True,
+    }
+    names = {p["name"]: p for p in patch["parameters"]}
+    assert names["fieldValidation"]["type"] == "string"
+    assert "application/apply-patch+yaml" in patch["consumes"]
+    assert "#/components/" not in str(doc)
+    protobuf = {"Accept": "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"}
+    refused = await answer(http, "GET", "/openapi/v2", 406, headers=protobuf)
+    assert refused["reason"] == "NotAcceptable"
