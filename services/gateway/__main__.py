@@ -46,6 +46,13 @@ def main() -> None:
         str(requests.MAX_MUTATING_IN_FLIGHT),
         "mutating requests served at once, past which they get 429 (0: no limit)",
     )
+    service.flag(
+        parser,
+        "request-timeout",
+        "STRATA_GATEWAY_REQUEST_TIMEOUT",
+        "60s",
+        "how long a request that is not a watch may take before it is answered 504",
+    )
     args = parser.parse_args()
     telemetry.setup("strata-gateway")
     service.run(_run(args))
@@ -65,6 +72,7 @@ async def _run(args: argparse.Namespace) -> None:
         server_address=args.listen,
         max_requests_in_flight=int(args.max_requests_inflight),
         max_mutating_requests_in_flight=int(args.max_mutating_requests_inflight),
+        request_timeout_seconds=service.parse_duration(args.request_timeout),
     )
     runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=5)
     await runner.setup()

@@ -76,6 +76,7 @@ def build_app(
     server_address: str,
     max_requests_in_flight: int = requests.MAX_READ_ONLY_IN_FLIGHT,
     max_mutating_requests_in_flight: int = requests.MAX_MUTATING_IN_FLIGHT,
+    request_timeout_seconds: float = requests.REQUEST_TIMEOUT_SECONDS,
 ) -> web.Application:
     registry = registry_pb2_grpc.RegistryStub(registry_channel)
     health_stub = health_pb2_grpc.HealthStub(registry_channel)
@@ -97,6 +98,7 @@ def build_app(
             bearer_auth(admin_token),
             output.render_output,
             in_flight.middleware,
+            requests.timeouts(request_timeout_seconds),
         ],
         client_max_size=MAX_BODY_BYTES,
     )

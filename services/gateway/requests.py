@@ -1,24 +1,31 @@
 """What the gateway does around every request, as kube-apiserver's filters do:
 an Audit-ID on every response, limits on requests in flight (429 with
-Retry-After past them; watches are long-running and exempt), and the request
-metrics under kube's names and labels, served at /metrics."""
+Retry-After past them) and on how long a request may take (504; `?timeout=`
+shortens it), watches exempt from both as long-running, and the request metrics
+under kube's names and labels, served at /metrics."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from services.gateway import paths
 from strata.api import errors
 from strata.metrics_http import LATENCY_BUCKETS
+from strata.service import parse_duration
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
+# kube's --request-timeout default: how long a request that is not a watch may take.
+REQUEST_TIMEOUT_SECONDS = 60.0
 # kube's --max-requests-inflight and --max-mutating-requests-inflight defaults.
 MAX_READ_ONLY_IN_FLIGHT = 400
 MAX_MUTATING_IN_FLIGHT = 200
@@ -179,3 +186,34 @@ class InFlight:
         finally:
             self._current[kind] -= 1
             self._gauge.labels(kind).set(self._current[kind])
+
+
+def timeouts(default_seconds: float = REQUEST_TIMEOUT_SECONDS) -> Middleware:
+    """kube's request deadline: a request that is not a watch answers 504 once it
+    has taken its time (?timeout=, a Go duration, or the default, whichever is
+    shorter; 0 or less: no limit). What it had set going may still finish."""
+
+    @web.middleware
+    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        seconds = default_seconds
+        # As kube: an unreadable timeout leaves the default.
+        with contextlib.suppress(ValueError):
+            if asked := parse_duration(request.query.get("timeout", "")):
+                seconds = min(seconds, asked) if seconds > 0 else asked
+        if seconds <= 0 or labels_of(request).long_running:
+            return await handler(request)
+        deadline = asyncio.timeout(seconds)
+        try:
+            async with deadline:
+                return await handler(request)
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+            raise errors.StatusError(
+                code=504,
+                reason="Timeout",
+                message="Timeout: request did not complete within requested timeout - "
+                "context deadline exceeded",
+            ) from None
+
+    return middleware

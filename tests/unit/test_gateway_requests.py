@@ -34,7 +34,14 @@ class Held:
 async def served() -> AsyncIterator[tuple[aiohttp.ClientSession, Held, requests.RequestMetrics]]:
     metrics = requests.RequestMetrics()
     limits = requests.InFlight(metrics, read_only=2, mutating=1)
-    app = web.Application(middlewares=[metrics.middleware, render_status, limits.middleware])
+    app = web.Application(
+        middlewares=[
+            metrics.middleware,
+            render_status,
+            limits.middleware,
+            requests.timeouts(30),
+        ]
+    )
     app.on_response_prepare.append(requests.audit_id)
     held = Held()
     app.router.add_route("*", "/api/{tail:.+}", held.handle)
@@ -136,3 +143,39 @@ async def test_metrics_carry_kubes_labels_and_responses_an_audit_id(
     )
     text = generate_latest(registry).decode()
     assert "# TYPE apiserver_longrunning_requests gauge" in text
+
+
+async def test_a_request_past_its_timeout_is_504_and_watches_have_none(
+    served: tuple[aiohttp.ClientSession, Held, requests.RequestMetrics],
+) -> None:
+    session, held, metrics = served
+    path = "/api/v1/namespaces/a/configmaps"
+    async with session.get(f"{path}?timeout=100ms") as response:
+        assert response.status == 504
+        status = await response.json()
+    assert (status["reason"], status["message"]) == (
+        "Timeout",
+        "Timeout: request did not complete within requested timeout - context deadline exceeded",
+    )
+    watch = asyncio.create_task(session.get(f"{path}?watch=1&timeout=100ms"))
+    await _entered(held, 2)
+    await asyncio.sleep(0.3)
+    assert not watch.done()  # a watch outlives any request timeout
+    held.release.set()
+    async with await watch as response:
+        assert response.status == 200
+    count = metrics.registry.get_sample_value(
+        "apiserver_request_total",
+        {
+            "verb": "LIST",
+            "dry_run": "",
+            "group": "",
+            "version": "v1",
+            "resource": "configmaps",
+            "subresource": "",
+            "scope": "namespace",
+            "component": "apiserver",
+            "code": "504",
+        },
+    )
+    assert count == 1.0
