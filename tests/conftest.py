@@ -20,6 +20,7 @@ from strata.dev import OtlpReceiver, System
 from strata.etcd import Etcd
 from strata.storage import GrpcStorage, Storage, StorageServicer, add_to_server
 from tests.support.etcd import EtcdProcess
+from tests.support.registry_tester import until
 
 
 @pytest.fixture(scope="session")
@@ -55,6 +56,11 @@ async def http(system: System) -> AsyncIterator[aiohttp.ClientSession]:
         headers={"Authorization": f"Bearer {system.admin_token}"},
         connector=aiohttp.TCPConnector(ssl=context),
     ) as session:
+        # The registry's controllers fill the default roles in within seconds of
+        # starting; tests that check a refused request left etcd alone begin after.
+        for role in ("view", "edit", "admin"):
+            path = f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{role}"
+            await until(session, path, lambda obj: obj.get("rules"), within=30)
         yield session
 
 

@@ -31,10 +31,32 @@ def json_response(body: bytes, status: int = 200) -> web.Response:
     return web.Response(body=body, status=status, content_type=JSON)
 
 
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _quoted(text: str) -> str:
+    """text as Go's strconv.Quote writes it: quotes and backslashes escaped, and
+    whatever is not printable (control characters can not go in a header) as
+    an escape sequence."""
+    out = []
+    for c in text:
+        if c in _ESCAPES:
+            out.append(_ESCAPES[c])
+        elif c.isprintable():
+            out.append(c)
+        elif ord(c) < 0x80:
+            out.append(f"\\x{ord(c):02x}")
+        elif ord(c) <= 0xFFFF:
+            out.append(f"\\u{ord(c):04x}")
+        else:
+            out.append(f"\\U{ord(c):08x}")
+    return '"' + "".join(out) + '"'
+
+
 def warning_header(text: str) -> str:
-    """A Warning header value as kube-apiserver writes one (code 299, no agent)."""
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
-    return f'299 - "{escaped}"'
+    """A Warning header value as kube-apiserver writes one (code 299, no agent,
+    the text quoted as Go quotes it)."""
+    return f"299 - {_quoted(text)}"
 
 
 def object_response(answer: registry_pb2.ObjectResponse, status: int = 200) -> web.Response:

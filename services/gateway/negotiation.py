@@ -94,7 +94,8 @@ async def body_as_json(content_type: str, body: bytes) -> bytes:
     if media in ("application/yaml", "application/x-yaml", "text/yaml"):
         try:
             loaded = await asyncio.to_thread(yaml.safe_load, body)
-        except yaml.YAMLError as e:
+            # Values JSON has no form for (binary, sets, lone surrogates) are as bad.
+            return orjson.dumps(loaded)
+        except (yaml.YAMLError, orjson.JSONEncodeError) as e:
             raise errors.bad_request(f"error converting YAML to JSON: {e}") from None
-        return orjson.dumps(loaded)
     raise errors.unsupported_media_type(content_type)

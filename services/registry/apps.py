@@ -21,7 +21,6 @@ from services.registry.podtemplates import (
 )
 from services.registry.strategy import (
     Obj,
-    check_decodable,
     next_generation,
     validate_label_selector,
     validate_object_meta,
@@ -38,7 +37,7 @@ _PERCENT_ERROR = (
     "or '93%', regex used for validation is '[0-9]+%')"
 )
 
-_TYPES = (
+GO_TYPES = (
     ("spec", "Deployment", "v1.DeploymentSpec"),
     ("spec.replicas", "DeploymentSpec", "int32"),
     ("spec.selector", "DeploymentSpec", "v1.LabelSelector"),
@@ -64,11 +63,6 @@ _TYPES = (
     ),
     ("status.observedGeneration", "DeploymentStatus", "int64"),
 )
-
-
-def _decoded(obj: Obj) -> Obj:
-    check_decodable(obj, "Deployment", "v1", _TYPES)
-    return obj
 
 
 def _default(obj: Obj) -> None:
@@ -188,10 +182,11 @@ def validate_status(status: Obj) -> list[Cause]:
 
 
 class DeploymentStrategy:
+    go_types = GO_TYPES
     namespaced = True
 
     def prepare_for_create(self, obj: Obj) -> None:
-        _default(_decoded(obj))
+        _default(obj)
         obj["status"] = {}
         obj["metadata"]["generation"] = 1
 
@@ -200,7 +195,7 @@ class DeploymentStrategy:
         return causes + validate_spec(obj.get("spec") or {})
 
     def prepare_for_update(self, obj: Obj, old: Obj) -> None:
-        _default(_decoded(obj))
+        _default(obj)
         obj["status"] = old.get("status", {})
         annotations = (obj["metadata"].get("annotations"), old["metadata"].get("annotations"))
         next_generation(
@@ -224,7 +219,6 @@ class DeploymentStrategy:
         return port_warnings(template, "spec.template")
 
     def validate_status_update(self, obj: Obj, old: Obj) -> list[Cause]:
-        _decoded(obj)
         return validate_object_meta_update(obj, old) + validate_status(obj.get("status") or {})
 
 

@@ -10,14 +10,13 @@ from typing import Any
 
 from services.registry.strategy import (
     Obj,
-    check_decodable,
     validate_object_meta,
     validate_object_meta_update,
 )
 from strata.api.causes import invalid_value
 from strata.api.errors import Cause
 
-_TYPED = (
+GO_TYPES = (
     ("spec", "Lease", "v1.LeaseSpec"),
     ("spec.holderIdentity", "LeaseSpec", "string"),
     ("spec.leaseDurationSeconds", "LeaseSpec", "int32"),
@@ -28,12 +27,12 @@ _TYPED = (
 def _spec(obj: Obj) -> dict[str, Any]:
     """The spec, its fields typed as kube's decoder would insist (400, raised
     before any field cause is returned)."""
-    check_decodable(obj, "Lease", "v1", _TYPED)
     spec: dict[str, Any] = obj.get("spec") or {}
     return spec
 
 
 class LeaseStrategy:
+    go_types = GO_TYPES
     namespaced = True
 
     def prepare_for_create(self, obj: Obj) -> None:

@@ -10,7 +10,6 @@ from typing import Any
 
 from services.registry.strategy import (
     Obj,
-    check_decodable,
     validate_object_meta,
     validate_object_meta_update,
 )
@@ -24,7 +23,7 @@ ACTION_MAX = 128
 REASON_MAX = 128
 NOTE_MAX = 1024
 
-_TYPED = (
+GO_TYPES = (
     ("involvedObject", "Event", "v1.ObjectReference"),
     *(
         (f"involvedObject.{f}", "ObjectReference", "string")
@@ -46,7 +45,6 @@ def validate_event(obj: Obj) -> list[Cause]:
     """legacyValidateEvent, for a core/v1 request: an event without eventTime
     (the old kind) only has to agree with its object's namespace; a new one
     names who reports it and what happened."""
-    check_decodable(obj, "Event", "v1", _TYPED)
     namespace = (obj.get("metadata") or {}).get("namespace", "")
     involved: dict[str, Any] = obj.get("involvedObject") or {}
     involved_namespace = involved.get("namespace", "")
@@ -88,6 +86,7 @@ def validate_event(obj: Obj) -> list[Cause]:
 
 
 class EventStrategy:
+    go_types = GO_TYPES
     namespaced = True
 
     def prepare_for_create(self, obj: Obj) -> None:

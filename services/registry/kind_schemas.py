@@ -9,12 +9,15 @@ from __future__ import annotations
 from strata.api.schemas import (
     BOOLEAN,
     INTEGER,
+    LONG,
+    OBJECT_META,
     OPEN,
     STRING,
     STRING_MAP,
     TIME,
     Schema,
     array,
+    merged,
     obj,
 )
 
@@ -28,7 +31,7 @@ OBJECT_REFERENCE = obj(
     resourceVersion=STRING,
     fieldPath=STRING,
 )
-CONDITIONS = array(OPEN)
+CONDITIONS = merged(OPEN, "type")
 
 NAMESPACE = obj(
     "A scope for names; deleting it deletes everything in it.",
@@ -50,7 +53,7 @@ SECRET = obj(
 )
 SERVICE_ACCOUNT = obj(
     "An identity for processes.",
-    secrets=array(OBJECT_REFERENCE),
+    secrets=merged(OBJECT_REFERENCE, "name"),
     imagePullSecrets=array(obj(name=STRING)),
     automountServiceAccountToken=BOOLEAN,
 )
@@ -83,16 +86,163 @@ EVENT = obj(
     reportingComponent=STRING,
     reportingInstance=STRING,
 )
+INT_OR_STRING: Schema = {"x-kubernetes-int-or-string": True}
+STRINGS = array(STRING)
+OPEN_ITEMS = array(OPEN)
 SERVICE = obj(
     "A named set of endpoints and the policy to reach them.",
-    spec=OPEN,
+    spec=obj(
+        type=STRING,
+        selector=STRING_MAP,
+        ports=merged(
+            obj(
+                name=STRING,
+                protocol=STRING,
+                appProtocol=STRING,
+                port=INTEGER,
+                targetPort=INT_OR_STRING,
+                nodePort=INTEGER,
+            ),
+            "port",
+        ),
+        clusterIP=STRING,
+        clusterIPs=STRINGS,
+        externalIPs=STRINGS,
+        sessionAffinity=STRING,
+        sessionAffinityConfig=OPEN,
+        loadBalancerIP=STRING,
+        loadBalancerSourceRanges=STRINGS,
+        loadBalancerClass=STRING,
+        allocateLoadBalancerNodePorts=BOOLEAN,
+        externalName=STRING,
+        externalTrafficPolicy=STRING,
+        internalTrafficPolicy=STRING,
+        healthCheckNodePort=INTEGER,
+        publishNotReadyAddresses=BOOLEAN,
+        ipFamilies=STRINGS,
+        ipFamilyPolicy=STRING,
+        trafficDistribution=STRING,
+    ),
     status=OPEN,
 )
-ENDPOINTS = obj("The addresses a service resolves to.", subsets=array(OPEN))
+_ADDRESS = obj(ip=STRING, hostname=STRING, nodeName=STRING, targetRef=OBJECT_REFERENCE)
+ENDPOINTS = obj(
+    "The addresses a service resolves to.",
+    subsets=array(
+        obj(
+            addresses=array(_ADDRESS),
+            notReadyAddresses=array(_ADDRESS),
+            ports=array(obj(name=STRING, port=INTEGER, protocol=STRING, appProtocol=STRING)),
+        )
+    ),
+)
+LABEL_SELECTOR = obj(
+    matchLabels=STRING_MAP,
+    matchExpressions=array(obj(key=STRING, operator=STRING, values=STRINGS)),
+)
+CONTAINER = obj(
+    name=STRING,
+    image=STRING,
+    command=STRINGS,
+    args=STRINGS,
+    workingDir=STRING,
+    ports=merged(
+        obj(
+            name=STRING,
+            hostPort=INTEGER,
+            containerPort=INTEGER,
+            protocol=STRING,
+            hostIP=STRING,
+        ),
+        "containerPort",
+    ),
+    envFrom=OPEN_ITEMS,
+    env=merged(obj(name=STRING, value=STRING, valueFrom=OPEN), "name"),
+    resources=OPEN,
+    resizePolicy=OPEN_ITEMS,
+    restartPolicy=STRING,
+    volumeMounts=merged(OPEN, "mountPath"),
+    volumeDevices=OPEN_ITEMS,
+    livenessProbe=OPEN,
+    readinessProbe=OPEN,
+    startupProbe=OPEN,
+    lifecycle=OPEN,
+    terminationMessagePath=STRING,
+    terminationMessagePolicy=STRING,
+    imagePullPolicy=STRING,
+    securityContext=OPEN,
+    stdin=BOOLEAN,
+    stdinOnce=BOOLEAN,
+    tty=BOOLEAN,
+)
+POD_SPEC = obj(
+    containers=merged(CONTAINER, "name"),
+    initContainers=merged(CONTAINER, "name"),
+    ephemeralContainers=OPEN_ITEMS,
+    volumes=merged(OPEN, "name"),
+    restartPolicy=STRING,
+    terminationGracePeriodSeconds=LONG,
+    activeDeadlineSeconds=LONG,
+    dnsPolicy=STRING,
+    dnsConfig=OPEN,
+    nodeSelector=STRING_MAP,
+    serviceAccountName=STRING,
+    serviceAccount=STRING,
+    automountServiceAccountToken=BOOLEAN,
+    nodeName=STRING,
+    hostNetwork=BOOLEAN,
+    hostPID=BOOLEAN,
+    hostIPC=BOOLEAN,
+    hostUsers=BOOLEAN,
+    shareProcessNamespace=BOOLEAN,
+    securityContext=OPEN,
+    imagePullSecrets=merged(obj(name=STRING), "name"),
+    hostname=STRING,
+    subdomain=STRING,
+    setHostnameAsFQDN=BOOLEAN,
+    affinity=OPEN,
+    schedulerName=STRING,
+    tolerations=OPEN_ITEMS,
+    hostAliases=OPEN_ITEMS,
+    priorityClassName=STRING,
+    priority=INTEGER,
+    preemptionPolicy=STRING,
+    readinessGates=OPEN_ITEMS,
+    runtimeClassName=STRING,
+    enableServiceLinks=BOOLEAN,
+    overhead=OPEN,
+    topologySpreadConstraints=OPEN_ITEMS,
+    os=OPEN,
+    schedulingGates=OPEN_ITEMS,
+    resourceClaims=OPEN_ITEMS,
+    resources=OPEN,
+)
 DEPLOYMENT = obj(
     "Declarative updates for a set of replicated pods.",
-    spec=OPEN,
-    status=OPEN,
+    spec=obj(
+        replicas=INTEGER,
+        selector=LABEL_SELECTOR,
+        template=obj(metadata=OBJECT_META, spec=POD_SPEC),
+        strategy=obj(
+            type=STRING,
+            rollingUpdate=obj(maxUnavailable=INT_OR_STRING, maxSurge=INT_OR_STRING),
+        ),
+        minReadySeconds=INTEGER,
+        revisionHistoryLimit=INTEGER,
+        paused=BOOLEAN,
+        progressDeadlineSeconds=INTEGER,
+    ),
+    status=obj(
+        observedGeneration=LONG,
+        replicas=INTEGER,
+        updatedReplicas=INTEGER,
+        readyReplicas=INTEGER,
+        availableReplicas=INTEGER,
+        unavailableReplicas=INTEGER,
+        terminatingReplicas=INTEGER,
+        collisionCount=INTEGER,
+        conditions=CONDITIONS,
+    ),
 )
 _POLICY_RULE = obj(
     verbs=array(STRING),

@@ -10,7 +10,6 @@ from typing import Any
 
 from services.registry.strategy import (
     Obj,
-    check_decodable,
     validate_label_selector,
     validate_object_meta,
     validate_object_meta_update,
@@ -87,12 +86,12 @@ def _meta_causes(obj: Obj, namespaced: bool) -> list[Cause]:
 
 class RoleStrategy:
     namespaced = True
+    go_types = _rule_types("Role")
 
     def prepare_for_create(self, obj: Obj) -> None:
         pass
 
     def validate(self, obj: Obj) -> list[Cause]:
-        check_decodable(obj, "Role", "v1", _rule_types("Role"))
         return _meta_causes(obj, True) + _validate_rules(obj, True)
 
     def prepare_for_update(self, obj: Obj, old: Obj) -> None:
@@ -110,12 +109,12 @@ _AGGREGATION_TYPES = (
 
 class ClusterRoleStrategy:
     namespaced = False
+    go_types = _rule_types("ClusterRole") + _AGGREGATION_TYPES
 
     def prepare_for_create(self, obj: Obj) -> None:
         pass
 
     def validate(self, obj: Obj) -> list[Cause]:
-        check_decodable(obj, "ClusterRole", "v1", _rule_types("ClusterRole") + _AGGREGATION_TYPES)
         causes = _meta_causes(obj, False) + _validate_rules(obj, False)
         aggregation = obj.get("aggregationRule")
         if aggregation is not None:
@@ -179,12 +178,12 @@ class BindingStrategy:
         self._kind = kind
         self.namespaced = namespaced
         self._role_kinds = role_kinds
+        self.go_types = _binding_types(kind)
 
     def prepare_for_create(self, obj: Obj) -> None:
         _default_binding(obj)
 
     def validate(self, obj: Obj) -> list[Cause]:
-        check_decodable(obj, self._kind, "v1", _binding_types(self._kind))
         causes = _meta_causes(obj, self.namespaced)
         role_ref: dict[str, Any] = obj.get("roleRef") or {}
         group = role_ref.get("apiGroup", "")

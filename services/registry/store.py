@@ -20,10 +20,11 @@ from typing import Any
 
 import orjson
 
-from services.registry import schema, tables, warnings
+from services.registry import schema, tables, typed, warnings
 from services.registry.deletion import DeleteOptions
 from services.registry.resources import NAMESPACES, Resource
 from services.registry.strategy import (
+    DecodableStrategy,
     Finish,
     WarningStrategy,
     WriteHooks,
@@ -35,6 +36,7 @@ from services.registry.strategy import (
 from strata.api import errors, managed_fields, meta, names
 from strata.api.causes import forbidden, invalid_value, not_supported
 from strata.api.errors import Cause, StatusError
+from strata.api.schemas import OBJECT_META
 from strata.api.selectors import (
     FieldSelector,
     LabelSelector,
@@ -272,6 +274,15 @@ class Store:
         # long from then (kube's TTLFunc; events), 0 for ever.
         self._ttl = ttl_seconds
         self._converts = resource.storage_api_version != resource.api_version
+        # The types kube's decoder holds a request's object to: every kind's
+        # metadata, and a built-in kind's own fields (a custom resource's schema
+        # validation answers for its own).
+        own = (resource.schema or {}) if not resource.custom else {}
+        self._decoded_types: Obj = {
+            **own,
+            "type": "object",
+            "properties": {**(own.get("properties") or {}), "metadata": OBJECT_META},
+        }
 
     # --- versions ----------------------------------------------------------------
 
@@ -281,11 +292,20 @@ class Store:
         normalized."""
         r = self.resource
         obj = decode_body(body, r)
+        typed.decoded(obj, self._decoded_types)
         if r.schema is not None:
             warnings.unknown_fields(r.kind, r.version, schema.prune(obj, r.schema))
         if r.normalize is not None:
             r.normalize(obj)
         return obj
+
+    def _check_types(self, obj: Obj) -> None:
+        """kube's decoder's 400 for a value of the wrong type: in its own words
+        where the strategy names the Go types, else from the kind's schema."""
+        r = self.resource
+        if isinstance(self._strategy, DecodableStrategy):
+            check_decodable(obj, r.kind, r.version, self._strategy.go_types)
+        typed.check(obj, self._decoded_types, r.kind, r.version)
 
     def _encoded(self, obj: Obj) -> bytes:
         """obj as storage keeps it: at the storage version."""
@@ -423,6 +443,7 @@ class Store:
         ):
             metadata.pop(field, None)
         metadata["creationTimestamp"] = meta.now_rfc3339()
+        self._check_types(obj)
         self._strategy.prepare_for_create(obj)
         managed_fields.record_update(None, obj, field_manager, r.api_version)
         for attempt in range(_GENERATE_NAME_ATTEMPTS):
@@ -698,6 +719,7 @@ class Store:
             new = build(old)
             if subresource == "status":
                 assert r.status is not None
+                self._check_types(new)
                 causes = r.status.validate_status_update(new, old)
             elif subresource == "finalize":
                 causes = [
@@ -706,6 +728,7 @@ class Store:
                     for cause in validate_finalizers([finalizer], f"spec.finalizers[{i}]")
                 ]
             else:
+                self._check_types(new)
                 self._strategy.prepare_for_update(new, old)
                 causes = self._strategy.validate_update(new, old)
                 managed_fields.record_update(old, new, field_manager, r.api_version)

@@ -70,6 +70,15 @@ class WarningStrategy(Protocol):
     def warnings_on_update(self, obj: Obj, old: Obj) -> list[str]: ...
 
 
+@runtime_checkable
+class DecodableStrategy(Protocol):
+    """A strategy naming the Go types of its kind's fields, so a value of the
+    wrong JSON type is refused in kube's decoder's words (check_decodable)
+    before anything else looks at the object."""
+
+    go_types: tuple[tuple[str, str, str], ...]
+
+
 class StatusStrategy(Protocol):
     """What a resource with a status subresource checks on a status write (the
     Store has already put the old object's everything-but-status back)."""

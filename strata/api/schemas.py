@@ -30,6 +30,16 @@ def array(items: Schema) -> Schema:
     return {"type": "array", "items": items}
 
 
+def merged(items: Schema, key: str) -> Schema:
+    """A list a strategic merge patch merges item by item, by key (what clients
+    such as kubectl read off the OpenAPI to compute their patches)."""
+    return {
+        **array(items),
+        "x-kubernetes-patch-merge-key": key,
+        "x-kubernetes-patch-strategy": "merge",
+    }
+
+
 OWNER_REFERENCE = obj(
     apiVersion=STRING,
     kind=STRING,
@@ -54,11 +64,7 @@ OBJECT_META = obj(
     deletionGracePeriodSeconds=LONG,
     labels=STRING_MAP,
     annotations=STRING_MAP,
-    ownerReferences={
-        **array(OWNER_REFERENCE),
-        "x-kubernetes-patch-merge-key": "uid",
-        "x-kubernetes-patch-strategy": "merge",
-    },
+    ownerReferences=merged(OWNER_REFERENCE, "uid"),
     finalizers={**array(STRING), "x-kubernetes-patch-strategy": "merge"},
     managedFields=array(OPEN),
 )

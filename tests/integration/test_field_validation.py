@@ -99,12 +99,17 @@ async def test_nested_unknown_fields_and_open_parts(
         'unknown field "spec.holder"'
     )
     # A part strata does not describe field by field keeps what it is given.
-    service = {
+    affinity = {"clientIP": {"timeoutSeconds": 60}, "futureField": True}
+    service: Obj = {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {"name": "open"},
-        "spec": {"ports": [{"port": 80}], "futureField": True},
+        "spec": {"ports": [{"port": 80}], "sessionAffinityConfig": affinity},
     }
     path = f"/api/v1/namespaces/{namespace}/services"
     created = await answer(http, "POST", f"{path}?fieldValidation=Strict", 201, json=service)
-    assert created["spec"]["futureField"] is True
+    assert created["spec"]["sessionAffinityConfig"] == affinity
+    service["metadata"]["name"] = "closed"
+    service["spec"]["futureField"] = True
+    refused = await answer(http, "POST", f"{path}?fieldValidation=Strict", 400, json=service)
+    assert refused["message"].endswith('unknown field "spec.futureField"')

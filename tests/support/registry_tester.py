@@ -72,7 +72,8 @@ async def refused(
         body: Obj = orjson.loads(await response.read())
         assert response.content_type == "application/json"
         assert body["code"] == response.status
-    assert await writes_since(etcd, before) == [], "a refused request changed etcd"
+    changed = await writes_since(etcd, before)
+    assert changed == [], f"a refused request changed etcd: {changed}"
     assert body["kind"] == "Status" and body["apiVersion"] == "v1"
     assert body["status"] == "Failure"
     return body

@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from services.gateway import kubeproto, negotiation, paths
+from services.gateway import handlers, kubeproto, negotiation, paths
 from strata.api.errors import StatusError
 from strata.proto.k8s import apps_v1_pb2, core_v1_pb2, meta_v1_pb2, runtime_pb2
 
@@ -230,3 +230,17 @@ def test_protobuf_of_unknown_type_is_415_and_garbage_is_400() -> None:
     with pytest.raises(StatusError) as raised:
         kubeproto.to_json(kubeproto.MAGIC + b"\xff\xff\xff")
     assert raised.value.code == 400
+
+
+@pytest.mark.parametrize(
+    ("text", "header"),
+    [
+        ('unknown field "spec.x"', '299 - "unknown field \\"spec.x\\""'),
+        ("back\\slash", '299 - "back\\\\slash"'),
+        ("tab\there\nline", '299 - "tab\\there\\nline"'),
+        ('unknown field "\x1f"', '299 - "unknown field \\"\\x1f\\""'),
+        ("ünïcode ok", '299 - "ünïcode ok"'),
+    ],
+)
+def test_warning_headers_quote_as_go_does(text: str, header: str) -> None:
+    assert handlers.warning_header(text) == header
