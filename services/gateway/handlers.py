@@ -332,7 +332,8 @@ class ResourceHandlers:
             current = await self._registry.Get(
                 registry_pb2.GetRequest(resource=ref, name=info.name, subresource=info.subresource)
             )
-            patched = orjson.loads(patches.apply(content_type, current.object, patch))
+            rules = patches.rules_for(api.schema)
+            patched = orjson.loads(patches.apply(content_type, current.object, patch, rules))
             read_at = orjson.loads(current.object)["metadata"].get("resourceVersion")
             metadata = patched.setdefault("metadata", {})
             if not isinstance(metadata, dict):

@@ -5,13 +5,15 @@ A strategic merge patch merges lists of the built-in types by their merge
 keys (containers by name, ports by port...) where a merge patch would replace
 them, and understands kube's directives: `$patch: replace|delete`,
 `$retainKeys`, `$deleteFromPrimitiveList/<list>` and `$setElementOrder/<list>`.
-The merge keys are those of the built-in types strata serves, by field path
-("[]" stands for every item of a list).
+The merge keys are read off the kind's schema (x-kubernetes-patch-merge-key and
+-strategy, as clients read them off the OpenAPI).
 """
 
 from __future__ import annotations
 
 import copy
+import functools
+from dataclasses import dataclass, field
 from typing import Any
 
 import jsonpatch
@@ -20,6 +22,7 @@ import orjson
 
 from strata.api import errors
 from strata.api.errors import StatusError
+from strata.api.schemas import OBJECT_META
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -28,35 +31,45 @@ APPLY_PATCH = "application/apply-patch+yaml"
 SUPPORTED = (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH)
 FOR_CUSTOM = (JSON_PATCH, MERGE_PATCH)
 
-_CONTAINER_LISTS = {"ports": "containerPort", "env": "name", "volumeMounts": "mountPath"}
-_POD_SPEC_LISTS = {
-    "containers": "name",
-    "initContainers": "name",
-    "volumes": "name",
-    "imagePullSecrets": "name",
-}
+
+@dataclass(frozen=True)
+class MergeRules:
+    """How a strategic merge patch merges a kind's lists, read off its schema:
+    by dotted path ("[]" for every item of a list), the lists merged item by
+    item by a key, and the lists of strings merged as sets."""
+
+    keys: dict[str, str] = field(default_factory=dict)
+    sets: frozenset[str] = frozenset()
 
 
-def _pod_spec_keys(prefix: str) -> dict[str, str]:
-    keys = {f"{prefix}.{field}": key for field, key in _POD_SPEC_LISTS.items()}
-    for containers in ("containers", "initContainers"):
-        for field, key in _CONTAINER_LISTS.items():
-            keys[f"{prefix}.{containers}[].{field}"] = key
-    return keys
+NO_RULES = MergeRules()
+_MERGE_KEY = "x-kubernetes-patch-merge-key"
+_STRATEGY = "x-kubernetes-patch-strategy"
 
 
-# Lists merged item by item, by the field that identifies an item.
-MERGE_KEYS: dict[str, str] = {
-    "metadata.ownerReferences": "uid",
-    "status.conditions": "type",
-    # core/v1 ServiceAccount and Service
-    "secrets": "name",
-    "imagePullSecrets": "name",
-    "spec.ports": "port",
-    **_pod_spec_keys("spec.template.spec"),
-}
-# Lists of strings merged as sets.
-PRIMITIVE_MERGE = frozenset({"metadata.finalizers"})
+def _walk(schema: dict[str, Any], path: str, keys: dict[str, str], sets: set[str]) -> None:
+    for name, child in (schema.get("properties") or {}).items():
+        _walk(child, f"{path}.{name}" if path else name, keys, sets)
+    if schema.get("type") == "array" and isinstance(items := schema.get("items"), dict):
+        strategy = str(schema.get(_STRATEGY, ""))
+        if key := schema.get(_MERGE_KEY):
+            keys[path] = str(key)
+        elif "merge" in strategy.split(","):
+            sets.add(path)
+        _walk(items, f"{path}[]", keys, sets)
+
+
+@functools.lru_cache(maxsize=256)
+def rules_for(kind_schema: bytes) -> MergeRules:
+    """The merge rules of a kind whose schema (as the registry reports it, JSON)
+    is kind_schema; every kind's metadata is ObjectMeta."""
+    schema: dict[str, Any] = orjson.loads(kind_schema) if kind_schema else {}
+    properties = {**(schema.get("properties") or {}), "metadata": OBJECT_META}
+    keys: dict[str, str] = {}
+    sets: set[str] = set()
+    _walk({**schema, "properties": properties}, "", keys, sets)
+    return MergeRules(keys, frozenset(sets))
+
 
 _PATCH = "$patch"
 _RETAIN_KEYS = "$retainKeys"
@@ -94,7 +107,9 @@ def merge_patch(original: Any, patch: Any) -> Any:
     return result
 
 
-def _merge_map(original: dict[str, Any], patch: dict[str, Any], path: str) -> dict[str, Any]:
+def _merge_map(
+    original: dict[str, Any], patch: dict[str, Any], path: str, rules: MergeRules
+) -> dict[str, Any]:
     directive = patch.get(_PATCH)
     if directive == "replace":
         return {k: v for k, v in patch.items() if k != _PATCH}
@@ -115,11 +130,11 @@ def _merge_map(original: dict[str, Any], patch: dict[str, Any], path: str) -> di
         if value is None:
             result.pop(key, None)
         elif isinstance(value, dict) and isinstance(result.get(key), dict):
-            result[key] = _merge_map(result[key], value, child)
+            result[key] = _merge_map(result[key], value, child, rules)
         elif isinstance(value, list):
-            result[key] = _merge_list(result.get(key), value, child)
+            result[key] = _merge_list(result.get(key), value, child, rules)
         elif isinstance(value, dict):
-            result[key] = _merge_map({}, value, child)
+            result[key] = _merge_map({}, value, child, rules)
         else:
             result[key] = value
     for key, order in patch.items():
@@ -127,7 +142,7 @@ def _merge_map(original: dict[str, Any], patch: dict[str, Any], path: str) -> di
             field = key.removeprefix(_ORDER)
             child = f"{path}.{field}" if path else field
             if isinstance(result.get(field), list) and isinstance(order, list):
-                result[field] = _ordered(result[field], order, MERGE_KEYS.get(child))
+                result[field] = _ordered(result[field], order, rules.keys.get(child))
     if retain is not None:
         if not isinstance(retain, list):
             raise errors.bad_request("invalid patch: $retainKeys must be a list")
@@ -135,13 +150,13 @@ def _merge_map(original: dict[str, Any], patch: dict[str, Any], path: str) -> di
     return result
 
 
-def _merge_list(original: Any, patch: list[Any], path: str) -> list[Any]:
+def _merge_list(original: Any, patch: list[Any], path: str, rules: MergeRules) -> list[Any]:
     items = list(original) if isinstance(original, list) else []
-    if path in PRIMITIVE_MERGE:
+    if path in rules.sets:
         return items + [v for v in patch if v not in items]
-    key = MERGE_KEYS.get(path)
+    key = rules.keys.get(path)
     if key is None:
-        return [_merge_map({}, v, f"{path}[]") if isinstance(v, dict) else v for v in patch]
+        return [_merge_map({}, v, f"{path}[]", rules) if isinstance(v, dict) else v for v in patch]
     if any(isinstance(v, dict) and v.get(_PATCH) == "replace" for v in patch):
         return [v for v in patch if not (isinstance(v, dict) and _PATCH in v)]
     for entry in patch:
@@ -154,9 +169,9 @@ def _merge_list(original: Any, patch: list[Any], path: str) -> list[Any]:
             if at is not None:
                 del items[at]
         elif at is None:
-            items.append(_merge_map({}, entry, f"{path}[]"))
+            items.append(_merge_map({}, entry, f"{path}[]", rules))
         else:
-            items[at] = _merge_map(items[at], entry, f"{path}[]")
+            items[at] = _merge_map(items[at], entry, f"{path}[]", rules)
     return items
 
 
@@ -171,15 +186,18 @@ def _ordered(items: list[Any], order: list[Any], key: str | None) -> list[Any]:
     return named + [i for i in items if identity(i) not in rank]
 
 
-def strategic_merge_patch(original: dict[str, Any], patch: Any) -> dict[str, Any]:
+def strategic_merge_patch(
+    original: dict[str, Any], patch: Any, rules: MergeRules = NO_RULES
+) -> dict[str, Any]:
     if not isinstance(patch, dict):
         raise errors.bad_request("invalid patch: a strategic merge patch must be a JSON object")
-    return _merge_map(original, patch, "")
+    return _merge_map(original, patch, "", rules)
 
 
-def apply(content_type: str, original: bytes, patch: bytes) -> bytes:
-    """original with patch applied as content_type says; 400 for a patch that
-    cannot be read, 422 for one that cannot be applied."""
+def apply(content_type: str, original: bytes, patch: bytes, rules: MergeRules = NO_RULES) -> bytes:
+    """original with patch applied as content_type says (a strategic merge patch
+    merging lists as rules say); 400 for a patch that cannot be read, 422 for
+    one that cannot be applied."""
     document = orjson.loads(original)
     if content_type == JSON_PATCH:
         operations = _decoded(patch)
@@ -196,7 +214,7 @@ def apply(content_type: str, original: bytes, patch: bytes) -> bytes:
     elif content_type == MERGE_PATCH:
         patched = merge_patch(document, _decoded(patch))
     elif content_type == STRATEGIC_MERGE_PATCH:
-        patched = strategic_merge_patch(document, _decoded(patch))
+        patched = strategic_merge_patch(document, _decoded(patch), rules)
     else:
         raise errors.unsupported_media_type(content_type)
     if not isinstance(patched, dict):

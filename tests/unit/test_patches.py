@@ -9,11 +9,33 @@ import orjson
 import pytest
 
 from services.gateway import patches
+from services.registry import kind_schemas
 from strata.api.errors import StatusError
+
+# The rules kubectl and the gateway read off the Deployment schema.
+DEPLOYMENT_RULES = patches.rules_for(orjson.dumps(kind_schemas.DEPLOYMENT))
 
 
 def applied(content_type: str, original: Any, patch: Any) -> Any:
-    return orjson.loads(patches.apply(content_type, orjson.dumps(original), orjson.dumps(patch)))
+    return orjson.loads(
+        patches.apply(content_type, orjson.dumps(original), orjson.dumps(patch), DEPLOYMENT_RULES)
+    )
+
+
+def test_merge_rules_come_from_the_schema() -> None:
+    rules = DEPLOYMENT_RULES
+    pod = "spec.template.spec"
+    assert rules.keys[f"{pod}.containers"] == "name"
+    assert rules.keys[f"{pod}.containers[].ports"] == "containerPort"
+    assert rules.keys[f"{pod}.containers[].env"] == "name"
+    assert rules.keys[f"{pod}.volumes"] == "name"
+    assert rules.keys["metadata.ownerReferences"] == "uid"
+    assert rules.keys["status.conditions"] == "type"
+    assert f"{pod}.containers[].args" not in rules.keys  # atomic
+    assert rules.sets == {"metadata.finalizers", "spec.template.metadata.finalizers"}
+    service = patches.rules_for(orjson.dumps(kind_schemas.SERVICE))
+    assert service.keys["spec.ports"] == "port"
+    assert patches.rules_for(b"").keys == {"metadata.ownerReferences": "uid"}
 
 
 def deployment(*containers: dict[str, Any]) -> dict[str, Any]:
