@@ -8,7 +8,8 @@ different from the live one to a field another manager owns is a conflict
 (409, kube's message listing the fields and managers) unless forced, which
 takes the fields over. A field a manager applied before and leaves out now is
 removed, unless another manager owns it too. Maps merge field by field; a list
-is one field, replaced whole (strata's schemas declare no list keys yet).
+is one field, replaced whole (kube merges a list with merge keys item by item,
+as the schemas declare them; strata's apply does not yet).
 """
 
 from __future__ import annotations

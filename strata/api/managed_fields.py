@@ -55,15 +55,17 @@ def to_fields_v1(paths: set[Path]) -> Obj:
     return tree
 
 
-def from_fields_v1(tree: Obj, prefix: Path = ()) -> set[Path]:
+def from_fields_v1(tree: Any, prefix: Path = ()) -> set[Path]:
     """The fields a FieldsV1 tree names (the leaves; "." marks a node owned itself)."""
     found: set[Path] = set()
+    if not isinstance(tree, dict):  # a client's nonsense owns nothing
+        return found
     for key, child in tree.items():
         if key == ".":
             found.add(prefix)
         elif key.startswith("f:"):
             path = (*prefix, key[2:])
-            found |= from_fields_v1(child, path) if child else {path}
+            found |= from_fields_v1(child, path) if isinstance(child, dict) and child else {path}
         else:  # list items by key, value or index: their list is owned
             found.add(prefix)
     return found

@@ -44,6 +44,8 @@ def test_field_sets_are_fields_v1() -> None:
     assert managed_fields.from_fields_v1(tree) == fields
     # What kube writes for Update operations: "." marks a node owned itself,
     # list items own their list here.
+    assert managed_fields.from_fields_v1("not a tree") == set()
+    assert managed_fields.from_fields_v1({"f:data": "nonsense"}) == {("data",)}
     assert managed_fields.from_fields_v1(
         {"f:data": {".": {}, "f:a": {}}, "f:spec": {"f:ports": {'k:{"port":80}': {}}}}
     ) == {("data",), ("data", "a"), ("spec", "ports")}
