@@ -35,7 +35,7 @@ unit: $(STAMP)
 	$(PY) -m pytest tests/unit
 
 bench: $(STAMP)
-	$(PY) bench/e2e_throughput.py
+	$(PY) bench/api.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

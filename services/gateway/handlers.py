@@ -15,6 +15,7 @@ from aiohttp import web
 
 from services.gateway import apply, negotiation, patches, paths
 from services.gateway.catalog import APIResource, Catalog
+from services.gateway.output import OUTPUT
 from services.gateway.watches import RegistryWatches
 from strata.api import errors
 from strata.api.causes import not_supported, too_long
@@ -416,7 +417,7 @@ class ResourceHandlers:
     @staticmethod
     def _rendering(request: web.Request) -> registry_pb2.Rendering:
         return registry_pb2.Rendering(
-            as_table=request["output"].transform == negotiation.TABLE,
+            as_table=request[OUTPUT].transform == negotiation.TABLE,
             include_object=request.query.get("includeObject", ""),
         )
 

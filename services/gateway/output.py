@@ -2,7 +2,7 @@
 JSON, objects as their PartialObjectMetadata, pretty JSON for ?pretty=true, and
 gzip for large bodies when the client takes it (kube compresses from 128 KiB).
 Handlers write JSON; this middleware turns it into what was asked for, and the
-handlers read request["output"] for what they render themselves (Tables)."""
+handlers read request[OUTPUT] for what they render themselves (Tables)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ from services.gateway import negotiation, paths
 from services.gateway.negotiation import PARTIAL, PARTIAL_LIST, YAML, Output
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+# What a resource request negotiated (the handlers render Tables themselves).
+OUTPUT = web.RequestKey("strata.output", Output)
 GZIP_THRESHOLD_BYTES = 128 * 1024
 # Bodies this large are turned into YAML off the event loop.
 _YAML_INLINE_BYTES = 64 * 1024
@@ -74,7 +76,7 @@ async def render_output(request: web.Request, handler: Handler) -> web.StreamRes
     if info is None or not info.resource:  # discovery: JSON as it is
         return await handler(request)
     out, watching = _negotiated(request, info)  # 406 when nothing asked for is written
-    request["output"] = out
+    request[OUTPUT] = out
     response = await handler(request)
     if (
         watching

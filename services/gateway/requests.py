@@ -12,6 +12,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
@@ -37,6 +38,7 @@ class RequestMetrics:
     """kube-apiserver's request metrics, in a registry of their own."""
 
     def __init__(self) -> None:
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         self.registry = CollectorRegistry()
         self.total = Counter(
             "apiserver_request_total",
@@ -68,6 +70,15 @@ class RequestMetrics:
             registry=self.registry,
         )
 
+    def _child(self, metric: Any, values: tuple[str, ...]) -> Any:
+        """metric's child for values, looked up once (prometheus_client's labels()
+        checks and locks on every call)."""
+        key = (id(metric), values)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*values)
+        return child
+
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         """Counts and times every request by the code it was answered with (the
@@ -76,7 +87,7 @@ class RequestMetrics:
         values = labels.values()
         started = time.perf_counter()
         code = 500
-        tracked = self.long_running.labels(*values) if labels.long_running else None
+        tracked = self._child(self.long_running, values) if labels.long_running else None
         if tracked is not None:
             tracked.inc()
         try:
@@ -87,11 +98,11 @@ class RequestMetrics:
             code = e.status
             raise
         finally:
-            self.total.labels(*values, str(code)).inc()
+            self._child(self.total, (*values, str(code))).inc()
             if tracked is not None:
                 tracked.dec()
             else:
-                self.duration.labels(*values).observe(time.perf_counter() - started)
+                self._child(self.duration, values).observe(time.perf_counter() - started)
 
 
 @dataclass(frozen=True)
@@ -127,9 +138,20 @@ def _truthy(value: str | None) -> bool:
     return value is not None and value != "0" and value.lower() != "false"
 
 
+_LABELS_KEY = web.RequestKey("strata.request_labels", Labels)
+
+
 def labels_of(request: web.Request) -> Labels:
     """kube's verb (upper case: LIST for a collection's GET, WATCH, APPLY for an
-    apply patch...) and scope (resource, namespace or cluster) of a request."""
+    apply patch...) and scope (resource, namespace or cluster) of a request,
+    worked out once per request for every filter that asks."""
+    found: Labels | None = request.get(_LABELS_KEY)
+    if found is None:
+        found = request[_LABELS_KEY] = _labels(request)
+    return found
+
+
+def _labels(request: web.Request) -> Labels:
     method, query = request.method, request.query
     info = paths.parse(request.path)
     dry_run = "All" if "dryRun" in query else ""

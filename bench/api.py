@@ -1,13 +1,16 @@
-"""Creates and gets per second through the gateway at 16 concurrent clients,
-next to raw etcd puts and gets from Python, in one run on one machine.
+"""The API through the gateway: creates, gets, 100-item list pages and merge
+patches of ConfigMaps per second (and their latency) at 16 concurrent clients,
+next to what raw etcd does from Python for each (put, one-key range, 100-key
+range, put), in one run on one machine.
 
-    python bench/e2e_throughput.py [--seconds 5] [--rounds 2] [--concurrency 16]
+    python bench/api.py [--seconds 5] [--rounds 2] [--concurrency 16]
 
 Starts etcd and the four services as `make run` does (tracing on at the
 default sampling rate, exported over OTLP to a receiver in this process),
 then alternates strata and raw-etcd phases so both see the same machine at
-the same moment. The ratio is strata / raw etcd; results go to
-bench/results/e2e_throughput.json.
+the same moment. Ratios are strata / raw etcd (medians over rounds), latencies
+p50/p99 over all of a kind's strata operations; results go to
+bench/results/api.json.
 """
 
 from __future__ import annotations
@@ -25,9 +28,9 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._harness import gateway_session, running_system, write_result
+from bench._harness import gateway_session, percentile, running_system, write_result
 from strata.dev import System
-from strata.etcd import Etcd
+from strata.etcd import Etcd, prefix_end
 
 # About what a small ConfigMap weighs once stored.
 VALUE = orjson.dumps(
@@ -42,8 +45,11 @@ VALUE = orjson.dumps(
 Op = Callable[[int, int], Awaitable[None]]
 
 
-async def run_phase(op: Op, concurrency: int, seconds: float) -> tuple[float, int]:
-    """(operations per second, errors) for op driven by concurrency workers."""
+async def run_phase(
+    op: Op, concurrency: int, seconds: float, latencies: list[float]
+) -> tuple[float, int]:
+    """(operations per second, errors) for op driven by concurrency workers;
+    each success's seconds go to latencies."""
     done = [0] * concurrency
     errors = [0]
     deadline = time.monotonic() + seconds
@@ -51,9 +57,11 @@ async def run_phase(op: Op, concurrency: int, seconds: float) -> tuple[float, in
     async def worker(w: int) -> None:
         i = 0
         while time.monotonic() < deadline:
+            began = time.monotonic()
             try:
                 await op(w, i)
                 done[w] += 1
+                latencies.append(time.monotonic() - began)
             except Exception:
                 errors[0] += 1
             i += 1
@@ -78,13 +86,19 @@ async def bench(args: argparse.Namespace, system: System) -> dict[str, object]:
     ) as response:
         response.raise_for_status()
     created: dict[int, int] = {}
+    configmaps = "/api/v1/namespaces/bench/configmaps"
 
     def name(w: int, i: int, r: int) -> str:
         return f"r{r}-w{w}-{i}"
 
-    results: dict[str, list[float]] = {k: [] for k in ("create", "get", "put", "range")}
-    errors: dict[str, int] = dict.fromkeys(results, 0)
+    kinds = ("create", "put", "get", "range", "list", "range_page", "patch", "put_again")
+    results: dict[str, list[float]] = {k: [] for k in kinds}
+    latencies: dict[str, list[float]] = {k: [] for k in kinds}
+    errors: dict[str, int] = dict.fromkeys(kinds, 0)
     for r in range(args.rounds):
+
+        def existing(w: int, i: int, r: int = r) -> str:
+            return name(w, i % max(created.get(w, 1), 1), r)
 
         async def create(w: int, i: int, r: int = r) -> None:
             body = {
@@ -93,15 +107,30 @@ async def bench(args: argparse.Namespace, system: System) -> dict[str, object]:
                 "metadata": {"name": name(w, i, r)},
                 "data": {"key": "v" * 200},
             }
-            async with session.post("/api/v1/namespaces/bench/configmaps", json=body) as resp:
+            async with session.post(configmaps, json=body) as resp:
                 if resp.status != 201:
                     raise RuntimeError(resp.status)
                 await resp.read()
             created[w] = max(created.get(w, 0), i + 1)
 
-        async def get(w: int, i: int, r: int = r) -> None:
-            target = name(w, i % max(created.get(w, 1), 1), r)
-            async with session.get(f"/api/v1/namespaces/bench/configmaps/{target}") as resp:
+        async def get(w: int, i: int) -> None:
+            async with session.get(f"{configmaps}/{existing(w, i)}") as resp:
+                if resp.status != 200:
+                    raise RuntimeError(resp.status)
+                await resp.read()
+
+        async def list_page(w: int, i: int) -> None:
+            async with session.get(f"{configmaps}?limit=100") as resp:
+                if resp.status != 200:
+                    raise RuntimeError(resp.status)
+                await resp.read()
+
+        async def patch(w: int, i: int) -> None:
+            body = orjson.dumps({"metadata": {"labels": {"round": str(i)}}})
+            headers = {"Content-Type": "application/merge-patch+json"}
+            async with session.patch(
+                f"{configmaps}/{existing(w, i)}", data=body, headers=headers
+            ) as resp:
                 if resp.status != 200:
                     raise RuntimeError(resp.status)
                 await resp.read()
@@ -109,15 +138,29 @@ async def bench(args: argparse.Namespace, system: System) -> dict[str, object]:
         async def put(w: int, i: int, r: int = r) -> None:
             await etcd.put(f"/bench-raw/{name(w, i, r)}".encode(), VALUE)
 
-        async def get_raw(w: int, i: int, r: int = r) -> None:
-            await etcd.range(f"/bench-raw/{name(w, i % max(created.get(w, 1), 1), r)}".encode())
+        async def get_raw(w: int, i: int) -> None:
+            await etcd.range(f"/bench-raw/{existing(w, i)}".encode())
+
+        async def page_raw(w: int, i: int) -> None:
+            start = b"/bench-raw/"
+            await etcd.range(start, prefix_end(start), limit=100)
 
         created.clear()
-        for label, op in (("create", create), ("put", put), ("get", get), ("range", get_raw)):
-            rate, failed = await run_phase(op, args.concurrency, args.seconds)
+        phases: tuple[tuple[str, Op], ...] = (
+            ("create", create),
+            ("put", put),
+            ("get", get),
+            ("range", get_raw),
+            ("list", list_page),
+            ("range_page", page_raw),
+            ("patch", patch),
+            ("put_again", put),
+        )
+        for label, op in phases:
+            rate, failed = await run_phase(op, args.concurrency, args.seconds, latencies[label])
             results[label].append(rate)
             errors[label] += failed
-            print(f"round {r + 1} {label:>6}: {rate:8.0f}/s  ({failed} errors)", flush=True)
+            print(f"round {r + 1} {label:>10}: {rate:8.0f}/s  ({failed} errors)", flush=True)
     await session.close()
     await etcd.close()
     medians = {k: statistics.median(v) for k, v in results.items()}
@@ -127,10 +170,20 @@ async def bench(args: argparse.Namespace, system: System) -> dict[str, object]:
         "rounds": args.rounds,
         "per_second": {k: round(v, 1) for k, v in medians.items()},
         "rounds_per_second": {k: [round(x, 1) for x in v] for k, v in results.items()},
+        "latency_ms": {
+            k: {
+                "p50": round(percentile(v, 50) * 1000, 2),
+                "p99": round(percentile(v, 99) * 1000, 2),
+            }
+            for k, v in latencies.items()
+            if v
+        },
         "errors": errors,
         "ratio": {
             "create_vs_etcd_put": round(medians["create"] / medians["put"], 3),
             "get_vs_etcd_range": round(medians["get"] / medians["range"], 3),
+            "list_vs_etcd_range_100": round(medians["list"] / medians["range_page"], 3),
+            "patch_vs_etcd_put": round(medians["patch"] / medians["put_again"], 3),
         },
     }
 
@@ -145,7 +198,7 @@ def main() -> int:
     args = parser.parse_args()
     with running_system() as system:
         result = asyncio.run(bench(args, system))
-    write_result("e2e_throughput", result)
+    write_result("api", result)
     rates, ratio = result["per_second"], result["ratio"]
     print(json.dumps({"per_second": rates, "ratio": ratio}, indent=2))
     return 0
