@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import ssl
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -283,3 +284,98 @@ def test_updates_and_patches_never_fail_the_server(
     path = f"/api/v1/namespaces/{fuzz_namespace}/configmaps/target{query}"
     content_type = patch_type if method == "PATCH" else "application/json"
     _checked(gateway.send(method, path, json.dumps(body).encode(), content_type))
+
+
+GIZMO_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "spec": {
+            "type": "object",
+            "required": ["size"],
+            "properties": {
+                "size": {"type": "integer", "minimum": 0, "maximum": 10, "default": 1},
+                "color": {"type": "string", "enum": ["red", "blue"]},
+                "code": {"type": "string", "pattern": "^[a-z]+$", "maxLength": 8},
+                "when": {"type": "string", "format": "date-time"},
+                "ratio": {"type": "number", "exclusiveMinimum": True, "minimum": 0},
+                "port": {"x-kubernetes-int-or-string": True},
+                "tags": {"type": "array", "maxItems": 3, "items": {"type": "string"}},
+                "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                "note": {"type": "string", "nullable": True},
+                "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                "parts": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {"name": {"type": "string"}, "n": {"type": "integer"}},
+                    },
+                },
+            },
+        }
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def gizmos(gateway: Gateway, fuzz_namespace: str) -> str:
+    """A CRD with a schema using most of what schemas can say; its collection."""
+    group = f"f{uuid.uuid4().hex[:8]}.example.com"
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"gizmos.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": "gizmos", "kind": "Gizmo"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": GIZMO_SCHEMA},
+                }
+            ],
+        },
+    }
+    crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    assert gateway.send("POST", crds, json.dumps(crd).encode(), "")[0] == 201
+    path = f"/apis/{group}/v1/namespaces/{fuzz_namespace}/gizmos"
+    probe = {"apiVersion": f"{group}/v1", "kind": "Gizmo", "metadata": {"name": "probe"}}
+    deadline = time.monotonic() + 15
+    while gateway.send("POST", path, json.dumps({**probe, "spec": {"size": 1}}).encode(), "")[
+        0
+    ] not in (201, 409):
+        assert time.monotonic() < deadline, "the CRD was not served in time"
+        time.sleep(0.2)
+    return path
+
+
+VALID_GIZMO = {
+    "kind": "Gizmo",
+    "metadata": {"name": "g"},
+    "spec": {
+        "size": 3,
+        "color": "red",
+        "code": "abc",
+        "when": "2026-01-02T03:04:05Z",
+        "ratio": 0.5,
+        "port": "http",
+        "tags": ["a", "b"],
+        "labels": {"x": "y"},
+        "note": None,
+        "extra": {"anything": [1, {"deep": True}]},
+        "parts": [{"name": "p", "n": 1}],
+    },
+}
+
+
+@fuzzed
+@given(data=st.data())
+def test_custom_resources_never_fail_the_server(
+    gizmos: str, gateway: Gateway, data: st.DataObject
+) -> None:
+    group_version = gizmos.split("/")[2] + "/v1"
+    body = data.draw(mutated({**VALID_GIZMO, "apiVersion": group_version}))
+    query = data.draw(st.sampled_from(["", "?fieldValidation=Strict", "?fieldValidation=Ignore"]))
+    _checked(gateway.send("POST", gizmos + query, json.dumps(body).encode(), ""))
