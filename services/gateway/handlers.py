@@ -75,18 +75,6 @@ def status_response(error: StatusError) -> web.Response:
     return response
 
 
-def _flag(value: str | None) -> bool | None:
-    """A boolean query parameter as kube converts it: absent is None; "0" and
-    "false" (any case) are false; anything else, "" included, is true."""
-    if value is None:
-        return None
-    return value != "0" and value.lower() != "false"
-
-
-def _truthy(value: str | None) -> bool:
-    return bool(_flag(value))
-
-
 def _dry_run(values: list[str], options_kind: str) -> bool:
     """Whether the write is a dry run (kube's ValidateDryRun: "All" is the one
     value; anything else is a 422 on the request's options)."""
@@ -138,7 +126,7 @@ class ResourceHandlers:
         self._watches.close()
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        info = paths.parse(request.path)
+        info = paths.info_of(request)
         if info is None:
             raise errors.path_not_found()
         try:
@@ -167,10 +155,10 @@ class ResourceHandlers:
         ref = registry_pb2.ResourceRef(
             group=info.group, version=info.version, resource=info.resource, namespace=info.namespace
         )
-        method, query = request.method, request.query
+        method = request.method
         if info.subresource:
             return await self._subresource(request, info, api, ref)
-        if method == "GET" and (info.watch_path or _truthy(query.get("watch"))):
+        if paths.watching(request, info):
             self._require(api, "watch", info)
             return await self._watch(request, ref)
         if method == "GET" and info.name:
@@ -228,11 +216,7 @@ class ResourceHandlers:
         """GET and PUT of an object's status or scale, PUT of a namespace's finalize."""
         if info.subresource == "finalize" and request.method != "PUT":
             raise errors.method_not_allowed(request.method, f"{info.resource}/{info.subresource}")
-        if (
-            request.method == "GET"
-            and not info.watch_path
-            and not _truthy(request.query.get("watch"))
-        ):
+        if request.method == "GET" and not paths.watching(request, info):
             self._require(api, "get", info)
             return await self._get(request, ref, info.name, info.subresource)
         if request.method == "PUT":
@@ -320,7 +304,7 @@ class ResourceHandlers:
                 )
                 raise errors.invalid("PatchOptions", "", [cause], "meta.k8s.io")
             return await self._apply(
-                ref, info, patch, manager, _truthy(force), dry_run, field_validation
+                ref, info, patch, manager, paths.truthy(force), dry_run, field_validation
             )
         if force is not None:
             cause = Cause(
@@ -434,8 +418,8 @@ class ResourceHandlers:
             resource_version=query.get("resourceVersion", ""),
             resource_version_match=query.get("resourceVersionMatch", ""),
             limit=parsed_limit,
-            allow_watch_bookmarks=_truthy(query.get("allowWatchBookmarks")),
-            send_initial_events=_flag(query.get("sendInitialEvents")),
+            allow_watch_bookmarks=paths.truthy(query.get("allowWatchBookmarks")),
+            send_initial_events=paths.flag(query.get("sendInitialEvents")),
             rendering=self._rendering(request),
         )
         setattr(options, "continue", query.get("continue", ""))  # a Python keyword

@@ -26,10 +26,6 @@ _YAML_INLINE_BYTES = 64 * 1024
 _Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
-def _truthy(value: str | None) -> bool:
-    return value is not None and value != "0" and value.lower() != "false"
-
-
 def _partial(obj: dict[str, Any], version: str) -> dict[str, Any]:
     return {
         "kind": PARTIAL,
@@ -65,14 +61,14 @@ def _yaml(body: bytes) -> bytes:
 
 def _negotiated(request: web.Request, info: paths.RequestInfo) -> tuple[Output, bool]:
     """The request's output, and whether it is a watch (whose stream stays JSON)."""
-    watching = request.method == "GET" and (info.watch_path or _truthy(request.query.get("watch")))
+    watching = paths.watching(request, info)
     listing = request.method == "GET" and not info.name and not watching
     return negotiation.output(request.headers.get("Accept", ""), listing=listing), watching
 
 
 @web.middleware
 async def render_output(request: web.Request, handler: Handler) -> web.StreamResponse:
-    info = paths.parse(request.path)
+    info = paths.info_of(request)
     if info is None or not info.resource:  # discovery: JSON as it is
         return await handler(request)
     out, watching = _negotiated(request, info)  # 406 when nothing asked for is written
@@ -94,7 +90,7 @@ async def render_output(request: web.Request, handler: Handler) -> web.StreamRes
             await asyncio.to_thread(_yaml, body) if len(body) > _YAML_INLINE_BYTES else _yaml(body)
         )
         response.content_type = YAML
-    elif _truthy(request.query.get("pretty")):
+    elif paths.truthy(request.query.get("pretty")):
         body = orjson.dumps(orjson.loads(body), option=orjson.OPT_INDENT_2) + b"\n"
     response.body = body
     if len(body) >= GZIP_THRESHOLD_BYTES and "gzip" in request.headers.get("Accept-Encoding", ""):

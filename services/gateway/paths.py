@@ -1,9 +1,13 @@
 """RequestInfo: what a REST path asks for (kube's RequestInfoFactory), parsed
-without knowing which resources exist; the handler checks that afterwards."""
+without knowing which resources exist; the handler checks that afterwards.
+Also how a request's boolean query parameters read, and whether it is a watch:
+every filter and handler asks the same questions of a request."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from aiohttp import web
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,3 +59,31 @@ def parse(path: str) -> RequestInfo | None:
         subresource=rest[2] if len(rest) > 2 else "",
         watch_path=watch_path,
     )
+
+
+def flag(value: str | None) -> bool | None:
+    """A boolean query parameter as kube converts it: absent is None; "0" and
+    "false" (any case) are false; anything else, "" included, is true."""
+    if value is None:
+        return None
+    return value != "0" and value.lower() != "false"
+
+
+def truthy(value: str | None) -> bool:
+    return bool(flag(value))
+
+
+_INFO = web.RequestKey("strata.request_info", object)
+
+
+def info_of(request: web.Request) -> RequestInfo | None:
+    """request's path parsed, once per request whoever asks."""
+    if _INFO not in request:
+        request[_INFO] = parse(request.path)
+    found = request[_INFO]
+    return found if isinstance(found, RequestInfo) else None
+
+
+def watching(request: web.Request, info: RequestInfo) -> bool:
+    """A GET that watches: the legacy /watch/ path or ?watch=."""
+    return request.method == "GET" and (info.watch_path or truthy(request.query.get("watch")))

@@ -134,10 +134,6 @@ class Labels:
         )
 
 
-def _truthy(value: str | None) -> bool:
-    return value is not None and value != "0" and value.lower() != "false"
-
-
 _LABELS_KEY = web.RequestKey("strata.request_labels", Labels)
 
 
@@ -153,12 +149,12 @@ def labels_of(request: web.Request) -> Labels:
 
 def _labels(request: web.Request) -> Labels:
     method, query = request.method, request.query
-    info = paths.parse(request.path)
+    info = paths.info_of(request)
     dry_run = "All" if "dryRun" in query else ""
     if info is None or not info.resource:
         return Labels(method, dry_run, "", "", "", "", "")
     named = bool(info.name)
-    if method == "GET" and (info.watch_path or _truthy(query.get("watch"))):
+    if paths.watching(request, info):
         verb = "WATCH"
     elif method == "GET":
         verb = "GET" if named else "LIST"
