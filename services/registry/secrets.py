@@ -47,9 +47,8 @@ def _decoded(value: str) -> bytes:
         return base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
         at = next((i for i, c in enumerate(value) if c not in _BASE64), len(value) // 4 * 4)
-        raise errors.bad_request(
-            'Secret in version "v1" cannot be handled as a Secret: illegal base64 data at '
-            f"input byte {at}"
+        raise errors.undecodable(
+            "Secret", "v1", f"illegal base64 data at input byte {at}"
         ) from None
 
 

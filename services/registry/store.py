@@ -233,9 +233,8 @@ def decode_body(body: bytes, resource: Resource) -> Obj:
         if value is not None and (
             not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values())
         ):
-            raise errors.bad_request(
-                f'{resource.kind} in version "{resource.version}" cannot be handled as a '
-                f"{resource.kind}: {field} must be a map of string to string"
+            raise errors.undecodable(
+                resource.kind, resource.version, f"{field} must be a map of string to string"
             )
     return obj
 

@@ -161,10 +161,11 @@ def check_decodable(
         for value in _values_at(obj, path.split(".")):
             if not _fits(value, go_type):
                 json_path = path.replace("[]", "")
-                raise errors.bad_request(
-                    f'{kind} in version "{version}" cannot be handled as a {kind}: json: cannot '
-                    f"unmarshal {_json_kind(value)} into Go struct field {struct}.{json_path} "
-                    f"of type {go_type.removeprefix('string:')}"
+                raise errors.undecodable(
+                    kind,
+                    version,
+                    f"json: cannot unmarshal {_json_kind(value)} into Go struct field "
+                    f"{struct}.{json_path} of type {go_type.removeprefix('string:')}",
                 )
 
 

@@ -77,6 +77,4 @@ def decoded(obj: dict[str, Any], schema: Schema) -> str | None:
 def check(obj: dict[str, Any], schema: Schema, kind: str, version: str) -> None:
     """kube's decoder's 400 for the first value of the wrong type in obj."""
     if problem := _problem(obj, schema, ""):
-        raise errors.bad_request(
-            f'{kind} in version "{version}" cannot be handled as a {kind}: {problem}'
-        )
+        raise errors.undecodable(kind, version, problem)

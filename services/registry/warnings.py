@@ -41,10 +41,7 @@ def unknown_fields(kind: str, version: str, paths: list[str]) -> None:
     directive = request.field_validation if request is not None else WARN
     if directive == STRICT:
         listed = ", ".join(f'unknown field "{p}"' for p in paths)
-        raise errors.bad_request(
-            f'{kind} in version "{version}" cannot be handled as a {kind}: '
-            f"strict decoding error: {listed}"
-        )
+        raise errors.undecodable(kind, version, f"strict decoding error: {listed}")
     if directive == WARN:
         for path in paths:
             warn(f'unknown field "{path}"')

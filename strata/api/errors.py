@@ -165,6 +165,11 @@ def bad_request(message: str) -> StatusError:
     return StatusError(code=400, reason="BadRequest", message=message)
 
 
+def undecodable(kind: str, version: str, detail: str) -> StatusError:
+    """kube's 400 for a body its decoder cannot make an object of (transformDecodeError)."""
+    return bad_request(f'{kind} in version "{version}" cannot be handled as a {kind}: {detail}')
+
+
 def gone(message: str, continue_token: str = "") -> StatusError:
     return StatusError(
         code=410,
