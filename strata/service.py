@@ -60,9 +60,7 @@ def parse_duration(text: str) -> float:
 
 def connect(address: str) -> grpc.aio.Channel:
     """A channel to another strata service, carrying trace context."""
-    return grpc.aio.insecure_channel(
-        address, options=_CHANNEL_OPTIONS, interceptors=telemetry.client_interceptors()
-    )
+    return telemetry.traced_channel(grpc.aio.insecure_channel(address, options=_CHANNEL_OPTIONS))
 
 
 async def wait_for_signal() -> None:

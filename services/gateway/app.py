@@ -12,10 +12,9 @@ import orjson
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 from grpc_health.v1 import health_pb2_grpc
-from opentelemetry.instrumentation.aiohttp_server import AioHttpServerInstrumentor
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from services.gateway import health, negotiation, output, requests
+from services.gateway import health, negotiation, output, requests, tracing
 from services.gateway.catalog import Catalog
 from services.gateway.handlers import ResourceHandlers, json_response, status_response
 from services.gateway.openapi import OpenAPIv3
@@ -82,17 +81,13 @@ def build_app(
     health_stub = health_pb2_grpc.HealthStub(registry_channel)
     catalog = Catalog(registry)
     resources = ResourceHandlers(registry, catalog)
-    # The instrumentor makes every web.Application open a SERVER span per request,
-    # continuing an incoming W3C traceparent.
-    instrumentor = AioHttpServerInstrumentor()
-    if not instrumentor.is_instrumented_by_opentelemetry:
-        instrumentor.instrument()
     metrics = requests.RequestMetrics()
     in_flight = requests.InFlight(
         metrics, read_only=max_requests_in_flight, mutating=max_mutating_requests_in_flight
     )
     app = web.Application(
         middlewares=[
+            tracing.trace_requests,
             metrics.middleware,
             render_status,
             bearer_auth(admin_token),
