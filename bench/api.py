@@ -9,8 +9,9 @@ Starts etcd and the four services as `make run` does (tracing on at the
 default sampling rate, exported over OTLP to a receiver in this process),
 then alternates strata and raw-etcd phases so both see the same machine at
 the same moment. Ratios are strata / raw etcd (medians over rounds), latencies
-p50/p99 over all of a kind's strata operations; results go to
-bench/results/api.json.
+p50/p99 over all of a kind's strata operations. Each phase also prints the
+CPU time per operation of every process taking part (read from /proc), which
+says where a request's cost goes. Results go to bench/results/api.json.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import time
@@ -28,7 +30,13 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._harness import gateway_session, percentile, running_system, write_result
+from bench._harness import (
+    cpu_seconds,
+    gateway_session,
+    percentile,
+    running_system,
+    write_result,
+)
 from strata.dev import System
 from strata.etcd import Etcd, prefix_end
 
@@ -43,13 +51,16 @@ VALUE = orjson.dumps(
 )
 
 Op = Callable[[int, int], Awaitable[None]]
+# The phases that go through strata; the others are raw etcd.
+STRATA_PHASES = frozenset({"create", "get", "list", "patch"})
 
 
 async def run_phase(
-    op: Op, concurrency: int, seconds: float, latencies: list[float]
-) -> tuple[float, int]:
-    """(operations per second, errors) for op driven by concurrency workers;
-    each success's seconds go to latencies."""
+    op: Op, concurrency: int, seconds: float, latencies: list[float], processes: dict[str, int]
+) -> tuple[float, int, dict[str, float]]:
+    """(operations per second, errors, CPU microseconds per operation of each of
+    processes) for op driven by concurrency workers; each success's seconds go
+    to latencies."""
     done = [0] * concurrency
     errors = [0]
     deadline = time.monotonic() + seconds
@@ -66,9 +77,12 @@ async def run_phase(
                 errors[0] += 1
             i += 1
 
+    before = {name: cpu_seconds(pid) for name, pid in processes.items()}
     start = time.monotonic()
     await asyncio.gather(*(worker(w) for w in range(concurrency)))
-    return sum(done) / (time.monotonic() - start), errors[0]
+    elapsed, count = time.monotonic() - start, max(sum(done), 1)
+    cpu = {name: (cpu_seconds(pid) - before[name]) / count * 1e6 for name, pid in processes.items()}
+    return sum(done) / elapsed, errors[0], cpu
 
 
 async def bench(args: argparse.Namespace, system: System) -> dict[str, object]:
@@ -95,6 +109,11 @@ async def bench(args: argparse.Namespace, system: System) -> dict[str, object]:
     results: dict[str, list[float]] = {k: [] for k in kinds}
     latencies: dict[str, list[float]] = {k: [] for k in kinds}
     errors: dict[str, int] = dict.fromkeys(kinds, 0)
+    cpu: dict[str, list[dict[str, float]]] = {k: [] for k in kinds}
+    services = ("gateway", "registry", "cacher", "storage", "etcd")
+    strata_processes = {s: system.process(s).pid for s in services}
+    strata_processes["client"] = os.getpid()
+    etcd_processes = {"client": os.getpid(), "etcd": system.process("etcd").pid}
     for r in range(args.rounds):
 
         def existing(w: int, i: int, r: int = r) -> str:
@@ -157,10 +176,19 @@ async def bench(args: argparse.Namespace, system: System) -> dict[str, object]:
             ("put_again", put),
         )
         for label, op in phases:
-            rate, failed = await run_phase(op, args.concurrency, args.seconds, latencies[label])
+            processes = strata_processes if label in STRATA_PHASES else etcd_processes
+            rate, failed, used = await run_phase(
+                op, args.concurrency, args.seconds, latencies[label], processes
+            )
             results[label].append(rate)
             errors[label] += failed
-            print(f"round {r + 1} {label:>10}: {rate:8.0f}/s  ({failed} errors)", flush=True)
+            cpu[label].append(used)
+            spent = " + ".join(f"{p} {us:.0f}" for p, us in used.items())
+            print(
+                f"round {r + 1} {label:>10}: {rate:8.0f}/s  ({failed} errors)  "
+                f"cpu us/op [{spent} = {sum(used.values()):.0f}]",
+                flush=True,
+            )
     await session.close()
     await etcd.close()
     medians = {k: statistics.median(v) for k, v in results.items()}
@@ -179,6 +207,13 @@ async def bench(args: argparse.Namespace, system: System) -> dict[str, object]:
             if v
         },
         "errors": errors,
+        # Each process's CPU time per operation, the median over rounds: on a
+        # machine whose cores are all busy, throughput is the cores over the sum.
+        "cpu_us_per_op": {
+            k: {p: round(statistics.median(r[p] for r in v), 1) for p in v[0]}
+            for k, v in cpu.items()
+            if v
+        },
         "ratio": {
             "create_vs_etcd_put": round(medians["create"] / medians["put"], 3),
             "get_vs_etcd_range": round(medians["get"] / medians["range"], 3),
