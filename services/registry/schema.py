@@ -148,7 +148,8 @@ def _pattern(pattern: str) -> re.Pattern[str] | None:
         return None
 
 
-def _child(path: str, name: str) -> str:
+def field_path(path: str, name: str) -> str:
+    """The path of field name in the object at path ("" is the root)."""
     return f"{path}.{name}" if path else name
 
 
@@ -244,16 +245,16 @@ def _object_causes(value: Obj, schema: Schema, path: str, root: bool) -> Iterato
     skipped = ROOT_FIELDS if root or schema.get(EMBEDDED) else frozenset()
     for name in schema.get("required") or ():
         if name not in value and name not in skipped:
-            yield required(_child(path, name), "")
+            yield required(field_path(path, name), "")
     properties: dict[str, Schema] = schema.get("properties") or {}
     extra = schema.get("additionalProperties")
     for name, item in value.items():
         if name in skipped:
             continue
         if name in properties:
-            yield from validate(item, properties[name], _child(path, name), root=False)
+            yield from validate(item, properties[name], field_path(path, name), root=False)
         elif isinstance(extra, dict):
-            yield from validate(item, extra, _child(path, name), root=False)
+            yield from validate(item, extra, field_path(path, name), root=False)
 
 
 def _combinator_causes(value: Any, schema: Schema, path: str, root: bool) -> Iterator[Cause]:
@@ -288,12 +289,12 @@ def prune(value: Any, schema: Schema, path: str = "", *, root: bool = True) -> l
             elif name in kept:
                 continue
             elif name in properties:
-                dropped += prune(value[name], properties[name], _child(path, name), root=False)
+                dropped += prune(value[name], properties[name], field_path(path, name), root=False)
             elif isinstance(extra, dict):
-                dropped += prune(value[name], extra, _child(path, name), root=False)
+                dropped += prune(value[name], extra, field_path(path, name), root=False)
             elif not (extra is True or schema.get(PRESERVE)):
                 del value[name]
-                dropped.append(_child(path, name))
+                dropped.append(field_path(path, name))
     elif isinstance(value, list) and isinstance(items := schema.get("items"), dict):
         for i, item in enumerate(value):
             dropped += prune(item, items, f"{path}[{i}]", root=False)

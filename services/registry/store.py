@@ -22,6 +22,7 @@ import orjson
 
 from services.registry import schema, tables, typed, warnings
 from services.registry.deletion import DeleteOptions
+from services.registry.duplicate_fields import duplicate_fields
 from services.registry.resources import NAMESPACES, Resource
 from services.registry.strategy import (
     DecodableStrategy,
@@ -292,8 +293,9 @@ class Store:
         r = self.resource
         obj = decode_body(body, r)
         typed.decoded(obj, self._decoded_types)
-        if r.schema is not None:
-            warnings.unknown_fields(r.kind, r.version, schema.prune(obj, r.schema))
+        unknown = schema.prune(obj, r.schema) if r.schema is not None else []
+        duplicate = duplicate_fields(body) if warnings.validating() else []
+        warnings.undecoded_fields(r.kind, r.version, unknown, duplicate)
         if r.normalize is not None:
             r.normalize(obj)
         return obj

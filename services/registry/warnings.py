@@ -31,20 +31,35 @@ def warn(message: str) -> None:
         request.given.append(message)
 
 
-def unknown_fields(kind: str, version: str, paths: list[str]) -> None:
-    """Fields a body gave that its kind does not know (and that were dropped), as
-    the request's fieldValidation wants them: nothing (Ignore), a warning each
-    (Warn, kube's default), or kube's strict decoding error, a 400 (Strict)."""
-    if not paths:
+def validating() -> bool:
+    """Whether the request's fieldValidation wants to hear of unknown and
+    duplicate fields at all (looking for them costs a second parse)."""
+    request = _current.get()
+    return request is None or request.field_validation != IGNORE
+
+
+def _under(path: str, parent: str) -> bool:
+    return path == parent or path.startswith((f"{parent}.", f"{parent}["))
+
+
+def undecoded_fields(kind: str, version: str, unknown: list[str], duplicate: list[str]) -> None:
+    """Fields a body gave that its kind does not know (and that were dropped) or
+    gave twice (the last one kept), as the request's fieldValidation wants them:
+    nothing (Ignore), a warning each (Warn, kube's default), or kube's strict
+    decoding error, a 400 (Strict). As in kube's typed decoder, a field both
+    unknown and duplicated is reported as unknown only."""
+    duplicate = [d for d in duplicate if not any(_under(d, u) for u in unknown)]
+    problems = [f'unknown field "{p}"' for p in unknown]
+    problems += [f'duplicate field "{p}"' for p in duplicate]
+    if not problems:
         return
     request = _current.get()
     directive = request.field_validation if request is not None else WARN
     if directive == STRICT:
-        listed = ", ".join(f'unknown field "{p}"' for p in paths)
-        raise errors.undecodable(kind, version, f"strict decoding error: {listed}")
+        raise errors.undecodable(kind, version, f"strict decoding error: {', '.join(problems)}")
     if directive == WARN:
-        for path in paths:
-            warn(f'unknown field "{path}"')
+        for problem in problems:
+            warn(problem)
 
 
 @contextmanager

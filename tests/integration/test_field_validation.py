@@ -1,7 +1,8 @@
 """fieldValidation on built-in kinds through the running system: fields a kind
-does not know (metadata's included) are dropped, and earn a warning each (Warn,
-the default), nothing (Ignore) or kube's strict decoding error (Strict), on
-creates, updates and patches alike."""
+does not know (metadata's included) are dropped, and fields a body gives twice
+keep their last value; both earn a warning each (Warn, the default), nothing
+(Ignore) or kube's strict decoding error (Strict), on creates, updates and
+patches alike."""
 
 from __future__ import annotations
 
@@ -113,3 +114,65 @@ async def test_nested_unknown_fields_and_open_parts(
     service["spec"]["futureField"] = True
     refused = await answer(http, "POST", f"{path}?fieldValidation=Strict", 400, json=service)
     assert refused["message"].endswith('unknown field "spec.futureField"')
+
+
+def _twice(name: str, value: str) -> bytes:
+    """A ConfigMap whose JSON gives metadata.name and data.k twice, and an
+    unknown field whose own fields are duplicated too (reported as unknown only)."""
+    return (
+        b'{"apiVersion": "v1", "kind": "ConfigMap",'
+        b' "metadata": {"name": "%s", "name": "%s"},'
+        b' "data": {"k": "first", "k": "%s"},'
+        b' "dta": {"a": "1", "a": "2"}}' % (name.encode(), name.encode(), value.encode())
+    )
+
+
+async def test_duplicate_fields_keep_the_last_value_and_are_reported(
+    http: aiohttp.ClientSession, system_etcd: Etcd, namespace: str
+) -> None:
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    problems = 'unknown field "dta", duplicate field "metadata.name", duplicate field "data.k"'
+    json_type = {"Content-Type": "application/json"}
+    refused = await answer(
+        http,
+        "POST",
+        f"{path}?fieldValidation=Strict",
+        400,
+        data=_twice("twice-strict", "v"),
+        headers=json_type,
+    )
+    assert (refused["reason"], refused["message"]) == (
+        "BadRequest",
+        'ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: '
+        + problems,
+    )
+    key = f"/registry/configmaps/{namespace}/twice-strict"
+    assert not (await system_etcd.range(key.encode())).kvs
+
+    async with http.post(path, data=_twice("twice", "second"), headers=json_type) as response:
+        created = orjson.loads(await response.read())
+        assert response.status == 201, created
+        assert response.headers.getall("Warning") == [
+            '299 - "unknown field \\"dta\\""',
+            '299 - "duplicate field \\"metadata.name\\""',
+            '299 - "duplicate field \\"data.k\\""',
+        ]
+    assert created["data"] == {"k": "second"}
+
+    async with http.post(
+        f"{path}?fieldValidation=Ignore", data=_twice("twice-quiet", "v"), headers=json_type
+    ) as response:
+        assert response.status == 201
+        assert "Warning" not in response.headers
+
+    rv = created["metadata"]["resourceVersion"]
+    body = _twice("twice", "third").replace(
+        b'"name": "twice"}', b'"name": "twice", "resourceVersion": "%s"}' % rv.encode()
+    )
+    refused = await answer(
+        http, "PUT", f"{path}/twice?fieldValidation=Strict", 400, data=body, headers=json_type
+    )
+    assert refused["message"].endswith(problems)
+    unchanged = await answer(http, "GET", f"{path}/twice", 200)
+    assert unchanged["data"] == {"k": "second"}
+    assert unchanged["metadata"]["resourceVersion"] == rv
