@@ -20,6 +20,7 @@ from services.gateway.watches import RegistryWatches
 from strata.api import errors
 from strata.api.causes import not_supported, too_long
 from strata.api.errors import Cause, StatusError
+from strata.api.managed_fields import ListShapes
 from strata.api.wire import status_from_rpc_error
 from strata.proto.registry.v1 import registry_pb2, registry_pb2_grpc
 
@@ -304,7 +305,14 @@ class ResourceHandlers:
                 )
                 raise errors.invalid("PatchOptions", "", [cause], "meta.k8s.io")
             return await self._apply(
-                ref, info, patch, manager, paths.truthy(force), dry_run, field_validation
+                ref,
+                info,
+                patch,
+                manager,
+                paths.truthy(force),
+                dry_run,
+                field_validation,
+                apply.shapes_for(api.schema),
             )
         if force is not None:
             cause = Cause(
@@ -349,6 +357,7 @@ class ResourceHandlers:
         force: bool,
         dry_run: bool,
         field_validation: str,
+        shapes: ListShapes,
     ) -> web.Response:
         """Server-side apply: the configuration merged into the live object (or
         creating it) under manager's name, written back at the resourceVersion
@@ -369,7 +378,12 @@ class ResourceHandlers:
             else:
                 live = orjson.loads(current.object)
             merged = apply.apply(
-                live, applied, manager=manager, force=force, api_version=api_version
+                live,
+                applied,
+                manager=manager,
+                force=force,
+                api_version=api_version,
+                shapes=shapes,
             )
             body = orjson.dumps(merged)
             try:

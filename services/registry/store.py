@@ -277,6 +277,8 @@ class Store:
         # The types kube's decoder holds a request's object to: every kind's
         # metadata, and a built-in kind's own fields (a custom resource's schema
         # validation answers for its own).
+        # Which lists managedFields track item by item (containers by name...).
+        self._shapes = managed_fields.list_shapes(resource.schema)
         own = (resource.schema or {}) if not resource.custom else {}
         self._decoded_types: Obj = {
             **own,
@@ -446,7 +448,7 @@ class Store:
         metadata["creationTimestamp"] = meta.now_rfc3339()
         self._check_types(obj)
         self._strategy.prepare_for_create(obj)
-        managed_fields.record_update(None, obj, field_manager, r.api_version)
+        managed_fields.record_update(None, obj, field_manager, r.api_version, self._shapes)
         for attempt in range(_GENERATE_NAME_ATTEMPTS):
             if generate:
                 metadata["name"] = names.generate_name(generate)
@@ -732,7 +734,7 @@ class Store:
                 self._check_types(new)
                 self._strategy.prepare_for_update(new, old)
                 causes = self._strategy.validate_update(new, old)
-                managed_fields.record_update(old, new, field_manager, r.api_version)
+                managed_fields.record_update(old, new, field_manager, r.api_version, self._shapes)
             if causes:
                 raise errors.invalid(r.kind, name, causes, r.group)
             if not subresource and isinstance(self._strategy, WarningStrategy):

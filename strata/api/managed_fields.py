@@ -1,16 +1,66 @@
 """metadata.managedFields: which field manager owns which fields of an object,
 as kube's field manager keeps them (FieldsV1 sets), and what an ordinary write
 (operation Update) does to them. Server-side apply's own rules build on these
-(services/gateway/apply.py)."""
+(services/gateway/apply.py).
+
+A field is a path from the object's root: field names, and for the items of a
+list its schema declares a map (x-kubernetes-list-type: map, keyed by
+x-kubernetes-list-map-keys: containers by name) or a set (finalizers) the item
+itself, named by its key fields or its value, as FieldsV1's `k:{"name":"web"}`
+and `v:"x"` name them. Any other list is atomic: one field, owned whole.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
+
+from strata.api.schemas import OBJECT_META
+
 Obj = dict[str, Any]
-Path = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Key:
+    """A map list's item, by the values of its key fields (sorted by name)."""
+
+    fields: tuple[tuple[str, Any], ...]
+    # What an item that leaves a key field out has there (its schema default).
+    defaults: tuple[tuple[str, Any], ...] = field(default=(), compare=False)
+
+    def matches(self, item: Any) -> bool:
+        if not isinstance(item, dict):
+            return False
+        defaults = dict(self.defaults)
+        return all(item.get(name, defaults.get(name)) == value for name, value in self.fields)
+
+    def v1(self) -> str:
+        return "k:" + orjson.dumps(dict(self.fields), option=orjson.OPT_SORT_KEYS).decode()
+
+    def printed(self) -> str:
+        return "[" + ",".join(f"{n}={orjson.dumps(v).decode()}" for n, v in self.fields) + "]"
+
+
+@dataclass(frozen=True)
+class Value:
+    """A set list's item, by its value."""
+
+    value: Any
+
+    def v1(self) -> str:
+        return "v:" + orjson.dumps(self.value).decode()
+
+    def printed(self) -> str:
+        return f"[={orjson.dumps(self.value).decode()}]"
+
+
+Element = str | Key | Value
+Path = tuple[Element, ...]
+SchemaPath = tuple[str, ...]  # field names, "[]" for a list's items
 APPLY, UPDATE = "Apply", "Update"
 # Fields no manager owns: the object's identity and what the server keeps.
 _IDENTITY: frozenset[Path] = frozenset(
@@ -29,30 +79,135 @@ _IDENTITY: frozenset[Path] = frozenset(
         ("metadata", "managedFields"),
     }
 )
+_SCALARS = (str, int, float, bool, type(None))
 
 
-def leaves(obj: Obj, prefix: Path = ()) -> set[Path]:
-    """The fields a configuration sets: every value that is not a non-empty map."""
-    found: set[Path] = set()
-    for name, value in obj.items():
-        path = (*prefix, name)
-        if path in _IDENTITY or (not prefix and name == "status"):
-            continue
-        if isinstance(value, dict) and value:
-            found |= leaves(value, path)
+@dataclass(frozen=True)
+class ListShapes:
+    """A kind's map and set lists, by schema path; every other list is atomic."""
+
+    maps: Mapping[SchemaPath, tuple[tuple[str, Any], ...]] = field(default_factory=dict)
+    sets: frozenset[SchemaPath] = frozenset()
+
+    def items(self, at: SchemaPath, value: list[Any]) -> list[tuple[Key | Value, Any]] | None:
+        """value's items with the elements naming them, or None where value is
+        atomic (its schema says so, or its items cannot be told apart)."""
+        named: list[tuple[Key | Value, Any]] = []
+        if (keys := self.maps.get(at)) is not None:
+            defaults = tuple((k, d) for k, d in keys if d is not None)
+            for item in value:
+                if not isinstance(item, dict):
+                    return None
+                values = ((k, item.get(k, d)) for k, d in keys)
+                fields = tuple(sorted((k, v) for k, v in values if v is not None))
+                if not fields or not all(isinstance(v, _SCALARS) for _, v in fields):
+                    return None
+                named.append((Key(fields, defaults), item))
+        elif at in self.sets:
+            if not all(isinstance(item, _SCALARS) for item in value):
+                return None
+            named = [(Value(item), item) for item in value]
         else:
-            found.add(path)
+            return None
+        return named if len({element for element, _ in named}) == len(named) else None
+
+
+ATOMIC = ListShapes()
+_LIST_TYPE = "x-kubernetes-list-type"
+_MAP_KEYS = "x-kubernetes-list-map-keys"
+
+
+def _walk(schema: Any, at: SchemaPath, maps: dict[SchemaPath, Any], sets: set[SchemaPath]) -> None:
+    if not isinstance(schema, dict):
+        return
+    for name, child in (schema.get("properties") or {}).items():
+        _walk(child, (*at, name), maps, sets)
+    items = schema.get("items")
+    if schema.get("type") == "array" and isinstance(items, dict):
+        kind, keys = schema.get(_LIST_TYPE), schema.get(_MAP_KEYS)
+        if kind == "map" and isinstance(keys, list) and keys:
+            properties = items.get("properties") or {}
+            maps[at] = tuple((str(k), (properties.get(k) or {}).get("default")) for k in keys)
+        elif kind == "set":
+            sets.add(at)
+        _walk(items, (*at, "[]"), maps, sets)
+
+
+def list_shapes(kind_schema: Obj | None) -> ListShapes:
+    """The list shapes a kind's schema declares (its metadata is ObjectMeta)."""
+    schema = kind_schema or {}
+    properties = {**(schema.get("properties") or {}), "metadata": OBJECT_META}
+    maps: dict[SchemaPath, Any] = {}
+    sets: set[SchemaPath] = set()
+    _walk({**schema, "properties": properties}, (), maps, sets)
+    return ListShapes(maps, frozenset(sets))
+
+
+def order(path: Path) -> tuple[tuple[int, str], ...]:
+    """A sort key for paths (their elements are of mixed types)."""
+    return tuple((0, e) if isinstance(e, str) else (1, e.v1()) for e in path)
+
+
+def printed(path: Path) -> str:
+    """A path as kube's conflict messages print it (.spec.containers[name="a"].image)."""
+    return "".join(f".{e}" if isinstance(e, str) else e.printed() for e in path)
+
+
+def leaves(obj: Obj, shapes: ListShapes = ATOMIC) -> set[Path]:
+    """The fields a configuration sets: every value that is not a non-empty map
+    or a non-empty map or set list, and every item of such a list."""
+    found: set[Path] = set()
+    _leaves(obj, shapes, (), (), found)
     return found
 
 
-def to_fields_v1(paths: set[Path]) -> Obj:
-    """A field set as managedFields' FieldsV1 ({"f:data": {"f:a": {}}})."""
+def _leaves(obj: Obj, shapes: ListShapes, prefix: Path, at: SchemaPath, found: set[Path]) -> None:
+    for name, value in obj.items():
+        path, schema_path = (*prefix, name), (*at, name)
+        if path in _IDENTITY or (not prefix and name == "status"):
+            continue
+        if isinstance(value, dict) and value:
+            _leaves(value, shapes, path, schema_path, found)
+        elif isinstance(value, list) and value and (named := shapes.items(schema_path, value)):
+            for element, item in named:
+                found.add((*path, element))
+                if isinstance(item, dict):
+                    _leaves(item, shapes, (*path, element), (*schema_path, "[]"), found)
+        else:
+            found.add(path)
+
+
+def _v1(element: Element) -> str:
+    return f"f:{element}" if isinstance(element, str) else element.v1()
+
+
+def to_fields_v1(paths: Iterable[Path]) -> Obj:
+    """A field set as managedFields' FieldsV1 ({"f:data": {"f:a": {}}}); "." marks
+    a field owned itself that has owned fields inside (a list's item)."""
     tree: Obj = {}
-    for path in sorted(paths):
+    owned = set(paths)
+    for path in sorted(owned, key=order):
         node = tree
-        for name in path:
-            node = node.setdefault(f"f:{name}", {})
+        for depth, element in enumerate(path):
+            node = node.setdefault(_v1(element), {})
+            if depth < len(path) - 1 and path[: depth + 1] in owned:
+                node["."] = {}
     return tree
+
+
+def _element(key: str) -> Element | None:
+    kind, _, rest = key.partition(":")
+    if kind == "f":
+        return rest
+    try:
+        parsed = orjson.loads(rest)
+    except orjson.JSONDecodeError:
+        return None
+    if kind == "k" and isinstance(parsed, dict) and parsed:
+        return Key(tuple(sorted(parsed.items())))
+    if kind == "v" and isinstance(parsed, _SCALARS):
+        return Value(parsed)
+    return None
 
 
 def from_fields_v1(tree: Any, prefix: Path = ()) -> set[Path]:
@@ -63,11 +218,13 @@ def from_fields_v1(tree: Any, prefix: Path = ()) -> set[Path]:
     for key, child in tree.items():
         if key == ".":
             found.add(prefix)
-        elif key.startswith("f:"):
-            path = (*prefix, key[2:])
-            found |= from_fields_v1(child, path) if isinstance(child, dict) and child else {path}
-        else:  # list items by key, value or index: their list is owned
+            continue
+        element = _element(key)
+        if element is None:  # an item by index ("i:0"): its atomic list is owned
             found.add(prefix)
+            continue
+        path = (*prefix, element)
+        found |= from_fields_v1(child, path) if isinstance(child, dict) and child else {path}
     return found
 
 
@@ -80,11 +237,29 @@ MISSING = object()
 
 
 def get(obj: Any, path: Path) -> Any:
-    for name in path:
-        if not isinstance(obj, dict) or name not in obj:
+    """The value at path in obj (a list's item by its key or value), or MISSING."""
+    for element in path:
+        if isinstance(element, str):
+            if not isinstance(obj, dict) or element not in obj:
+                return MISSING
+            obj = obj[element]
+        elif not isinstance(obj, list):
             return MISSING
-        obj = obj[name]
+        elif isinstance(element, Key):
+            obj = next((item for item in obj if element.matches(item)), MISSING)
+        else:
+            obj = next((item for item in obj if item == element.value), MISSING)
+        if obj is MISSING:
+            return MISSING
     return obj
+
+
+def changed(before: Any, after: Any, path: Path) -> bool:
+    """Whether a write changed the field at path: its value, or for a list's
+    item (whose fields are fields of their own) whether it is there."""
+    if isinstance(path[-1], str):
+        return bool(get(before, path) != get(after, path))
+    return (get(before, path) is MISSING) != (get(after, path) is MISSING)
 
 
 @dataclass
@@ -127,7 +302,7 @@ def now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def entry(manager: str, operation: str, api_version: str, fields: set[Path]) -> Obj:
+def entry(manager: str, operation: str, api_version: str, fields: Iterable[Path]) -> Obj:
     return {
         "manager": manager,
         "operation": operation,
@@ -138,7 +313,9 @@ def entry(manager: str, operation: str, api_version: str, fields: set[Path]) -> 
     }
 
 
-def record_update(old: Obj | None, new: Obj, manager: str, api_version: str) -> None:
+def record_update(
+    old: Obj | None, new: Obj, manager: str, api_version: str, shapes: ListShapes = ATOMIC
+) -> None:
     """new's managedFields after an ordinary write by manager: the fields it set
     or changed are its own (operation Update) and no one else's; fields it
     removed are no one's. A write that leaves managedFields out keeps the old
@@ -154,9 +331,9 @@ def record_update(old: Obj | None, new: Obj, manager: str, api_version: str) -> 
     if not manager:
         return
     before: Obj = old or {}
-    after = leaves(new)
-    changed = {p for p in after if get(before, p) != get(new, p)}
-    removed = leaves(before) - after
+    after = leaves(new, shapes)
+    written = {p for p in after if changed(before, new, p)}
+    removed = leaves(before, shapes) - after
     current = entries(new)
     mine = next(
         (
@@ -173,12 +350,12 @@ def record_update(old: Obj | None, new: Obj, manager: str, api_version: str) -> 
     for e in current:
         if e is mine:
             continue
-        kept_fields = {f for f in e.fields if not any(overlap(f, p) for p in changed | removed)}
+        kept_fields = {f for f in e.fields if not any(overlap(f, p) for p in written | removed)}
         if kept_fields == e.fields:
             result.append(e.raw)
         elif kept_fields:
             result.append({**e.raw, "fieldsV1": to_fields_v1(kept_fields)})
-    owned = ((mine.fields if mine else set()) - removed) | changed
+    owned = ((mine.fields if mine else set()) - removed) | written
     if owned:
         result.append(entry(manager, UPDATE, api_version, owned))
     if result:

@@ -30,13 +30,16 @@ def array(items: Schema) -> Schema:
     return {"type": "array", "items": items}
 
 
-def merged(items: Schema, key: str) -> Schema:
+def merged(items: Schema, key: str, *map_keys: str) -> Schema:
     """A list a strategic merge patch merges item by item, by key (what clients
-    such as kubectl read off the OpenAPI to compute their patches)."""
+    such as kubectl read off the OpenAPI to compute their patches), and that
+    server-side apply merges by map_keys (key alone when none are given)."""
     return {
         **array(items),
         "x-kubernetes-patch-merge-key": key,
         "x-kubernetes-patch-strategy": "merge",
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": list(map_keys or (key,)),
     }
 
 
@@ -65,6 +68,10 @@ OBJECT_META = obj(
     labels=STRING_MAP,
     annotations=STRING_MAP,
     ownerReferences=merged(OWNER_REFERENCE, "uid"),
-    finalizers={**array(STRING), "x-kubernetes-patch-strategy": "merge"},
+    finalizers={
+        **array(STRING),
+        "x-kubernetes-patch-strategy": "merge",
+        "x-kubernetes-list-type": "set",
+    },
     managedFields=array(OPEN),
 )

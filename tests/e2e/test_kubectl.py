@@ -590,3 +590,58 @@ def test_server_side_apply_owns_fields_and_conflicts(system: System, demo: str) 
     first = relabeled.stderr.splitlines()[0]
     assert first.startswith('error: Apply failed with 1 conflict: conflict with "kubectl-label" ')
     assert first.endswith(": .metadata.labels.app")
+
+
+def _deployment(container: str, image: str) -> str:
+    return f"""
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: sidecars
+spec:
+  selector:
+    matchLabels: {{app: sidecars}}
+  template:
+    metadata:
+      labels: {{app: sidecars}}
+    spec:
+      containers:
+      - name: {container}
+        image: {image}
+        ports:
+        - containerPort: 8080
+"""
+
+
+def test_server_side_apply_merges_containers_by_name(system: System, demo: str) -> None:
+    def apply(manifest: str, manager: str) -> subprocess.CompletedProcess[str]:
+        args = ("-n", demo, "apply", "--server-side", f"--field-manager={manager}", "-f", "-")
+        return kubectl(system, *args, stdin=manifest, check=False)
+
+    def containers() -> list[dict[str, object]]:
+        got = kubectl(system, "-n", demo, "get", "deployment", "sidecars", "-o", "json")
+        return list(json.loads(got.stdout)["spec"]["template"]["spec"]["containers"])
+
+    assert apply(_deployment("web", "nginx:1"), "team-web").returncode == 0
+    # Another team's manager adds its own container: the list merges by name,
+    # and each applies again (port protocol defaulted) without conflict.
+    assert apply(_deployment("log", "fluentd:1"), "team-log").returncode == 0
+    assert apply(_deployment("web", "nginx:2"), "team-web").returncode == 0
+    assert [(c["name"], c["image"]) for c in containers()] == [
+        ("web", "nginx:2"),
+        ("log", "fluentd:1"),
+    ]
+    refused = apply(_deployment("log", "vector:1"), "team-web")
+    assert refused.returncode == 1
+    assert refused.stderr.splitlines()[0] == (
+        'error: Apply failed with 1 conflict: conflict with "team-log": '
+        '.spec.template.spec.containers[name="log"].image'
+    )
+    # A manager that stops applying its container removes it, and only it.
+    assert (
+        apply(
+            _deployment("web", "nginx:2").replace("- name: web", "- name: web2"), "team-web"
+        ).returncode
+        == 0
+    )
+    assert [c["name"] for c in containers()] == ["log", "web2"]

@@ -10,8 +10,10 @@ from typing import Any
 import pytest
 
 from services.gateway import apply
+from services.registry.kind_schemas import DEPLOYMENT
 from strata.api import managed_fields
 from strata.api.errors import StatusError
+from strata.api.managed_fields import Key, Value
 
 Obj = dict[str, Any]
 
@@ -47,8 +49,18 @@ def test_field_sets_are_fields_v1() -> None:
     assert managed_fields.from_fields_v1("not a tree") == set()
     assert managed_fields.from_fields_v1({"f:data": "nonsense"}) == {("data",)}
     assert managed_fields.from_fields_v1(
-        {"f:data": {".": {}, "f:a": {}}, "f:spec": {"f:ports": {'k:{"port":80}': {}}}}
-    ) == {("data",), ("data", "a"), ("spec", "ports")}
+        {
+            "f:data": {".": {}, "f:a": {}},
+            "f:spec": {"f:ports": {'k:{"port":80}': {}}, "f:args": {"i:0": {}}},
+            "f:metadata": {"f:finalizers": {'v:"x"': {}}},
+        }
+    ) == {
+        ("data",),
+        ("data", "a"),
+        ("spec", "ports", Key((("port", 80),))),
+        ("spec", "args"),  # an item by index: its (atomic) list is owned
+        ("metadata", "finalizers", Value("x")),
+    }
 
 
 def test_applying_to_nothing_creates_with_the_managers_fields() -> None:
@@ -170,3 +182,98 @@ def test_ordinary_writes_take_the_fields_they_set_or_change() -> None:
     unchanged = dict(edited)
     managed_fields.record_update(edited, unchanged, "", "v1")
     assert unchanged["metadata"]["managedFields"] == edited["metadata"]["managedFields"]
+
+
+SHAPES = managed_fields.list_shapes(DEPLOYMENT)
+CONTAINERS = ("spec", "template", "spec", "containers")
+
+
+def deployment(*containers: Obj, finalizers: tuple[str, ...] = ()) -> Obj:
+    obj: Obj = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}}
+    if containers:
+        obj["spec"] = {"template": {"spec": {"containers": list(containers)}}}
+    if finalizers:
+        obj["metadata"]["finalizers"] = list(finalizers)
+    return obj
+
+
+def applied(live: Obj | None, config: Obj, manager: str, *, force: bool = False) -> Obj:
+    return apply.apply(
+        live, config, manager=manager, force=force, api_version="apps/v1", shapes=SHAPES
+    )
+
+
+def by_name(name: str) -> Key:
+    return Key((("name", name),))
+
+
+def test_map_lists_merge_item_by_item_and_own_each_item() -> None:
+    live = applied(None, deployment({"name": "web", "image": "nginx"}), "a")
+    live = applied(live, deployment({"name": "log", "image": "fluentd"}), "b")
+    containers = live["spec"]["template"]["spec"]["containers"]
+    assert containers == [{"name": "web", "image": "nginx"}, {"name": "log", "image": "fluentd"}]
+    web, log = (*CONTAINERS, by_name("web")), (*CONTAINERS, by_name("log"))
+    assert owners(live) == {
+        "a": {web, (*web, "name"), (*web, "image")},
+        "b": {log, (*log, "name"), (*log, "image")},
+    }
+    (first, _) = live["metadata"]["managedFields"]
+    assert first["fieldsV1"]["f:spec"]["f:template"]["f:spec"]["f:containers"] == {
+        'k:{"name":"web"}': {".": {}, "f:image": {}, "f:name": {}}
+    }
+    # Another manager's container item is its own: changing its image conflicts.
+    with pytest.raises(StatusError) as raised:
+        applied(live, deployment({"name": "log", "image": "vector"}), "a")
+    assert raised.value.message == (
+        'Apply failed with 1 conflict: conflict with "b": '
+        '.spec.template.spec.containers[name="log"].image'
+    )
+    # Leaving its container out removes it; the other manager's stays.
+    dropped = applied(live, deployment(), "a")
+    assert dropped["spec"]["template"]["spec"]["containers"] == [
+        {"name": "log", "image": "fluentd"}
+    ]
+    assert set(owners(dropped)) == {"b"}
+
+
+def test_an_item_someone_else_owns_a_field_of_stays() -> None:
+    live = applied(None, deployment({"name": "web", "image": "nginx"}), "a")
+    live = applied(live, deployment({"name": "web", "stdin": True}), "b")
+    assert live["spec"]["template"]["spec"]["containers"] == [
+        {"name": "web", "image": "nginx", "stdin": True}
+    ]
+    after = applied(live, deployment(), "a")
+    # a's image goes; the item stays, for b's field in it.
+    assert after["spec"]["template"]["spec"]["containers"] == [{"name": "web", "stdin": True}]
+
+
+def test_key_fields_left_out_take_their_schema_default() -> None:
+    port = {"containerPort": 80}
+    live = applied(None, deployment({"name": "web", "ports": [port]}), "a")
+    live["spec"]["template"]["spec"]["containers"][0]["ports"][0]["protocol"] = "TCP"  # defaulted
+    again = applied(live, deployment({"name": "web", "ports": [{**port, "name": "http"}]}), "a")
+    assert again["spec"]["template"]["spec"]["containers"][0]["ports"] == [
+        {"containerPort": 80, "protocol": "TCP", "name": "http"}
+    ]
+    key = Key((("containerPort", 80), ("protocol", "TCP")))
+    assert (*CONTAINERS, by_name("web"), "ports", key, "name") in owners(again)["a"]
+
+
+def test_set_lists_merge_value_by_value() -> None:
+    live = applied(None, deployment(finalizers=("a.io/x",)), "a")
+    live = applied(live, deployment(finalizers=("b.io/y",)), "b")
+    assert live["metadata"]["finalizers"] == ["a.io/x", "b.io/y"]
+    assert owners(live)["b"] == {("metadata", "finalizers", Value("b.io/y"))}
+    after = applied(live, deployment(), "a")
+    assert after["metadata"]["finalizers"] == ["b.io/y"]
+
+
+def test_ordinary_writes_own_the_items_they_change() -> None:
+    created = deployment({"name": "web", "image": "nginx"}, {"name": "log", "image": "fluentd"})
+    managed_fields.record_update(None, created, "create", "apps/v1", SHAPES)
+    edited = deployment({"name": "web", "image": "nginx:2"}, {"name": "log", "image": "fluentd"})
+    managed_fields.record_update(created, edited, "edit", "apps/v1", SHAPES)
+    web = (*CONTAINERS, by_name("web"))
+    assert owners(edited)["edit"] == {(*web, "image")}
+    assert (*web, "image") not in owners(edited)["create"]
+    assert (*CONTAINERS, by_name("log"), "image") in owners(edited)["create"]
