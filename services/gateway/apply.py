@@ -29,18 +29,18 @@ from strata.api.managed_fields import (
     MISSING,
     Element,
     Entry,
+    Finder,
     Key,
     ListShapes,
     Obj,
+    Overlaps,
     Path,
     changed,
     entries,
     entry,
-    get,
     leaves,
     list_shapes,
     order,
-    overlap,
     printed,
     to_fields_v1,
 )
@@ -53,7 +53,7 @@ def shapes_for(kind_schema: bytes) -> ListShapes:
     return list_shapes(orjson.loads(kind_schema) if kind_schema else None)
 
 
-def _child(container: Any, element: Element, then: Element | None) -> Any:
+def _child(current: Finder, container: Any, element: Element, then: Element | None) -> Any:
     """The value element names in container, made (a map, a list for an item, a
     new item with its key fields) when it is not there yet."""
     if isinstance(element, str):
@@ -62,51 +62,56 @@ def _child(container: Any, element: Element, then: Element | None) -> Any:
         if not isinstance(child, wanted):
             child = container[element] = wanted()
         return child
-    found = get(container, (element,))
+    found = current.get_in(container, element)
     if found is not MISSING:
         return found
     item: Any = dict(element.fields) if isinstance(element, Key) else element.value
-    container.append(item)
+    current.appended(container, element, item)
     return item
 
 
-def _set(obj: Obj, path: Path, value: Any) -> None:
-    """Set path to value; an empty map merges into the map there (leaving it as
-    it is); a list's item is made when missing."""
-    container: Any = obj
+def _set(current: Finder, path: Path, value: Any) -> None:
+    """Set path to value in current's object; an empty map merges into the map
+    there (leaving it as it is); a list's item is made when missing."""
+    container: Any = current.obj
     for depth, element in enumerate(path[:-1]):
-        container = _child(container, element, path[depth + 1])
+        container = _child(current, container, element, path[depth + 1])
     last = path[-1]
     if not isinstance(last, str):
-        _child(container, last, None)
+        _child(current, container, last, None)
         return
     if value == {} and isinstance(container.get(last), dict):
         return
     container[last] = copy.deepcopy(value)
 
 
-def _drop(container: Any, element: Element) -> None:
-    if isinstance(element, str):
-        container.pop(element, None)
-    elif isinstance(element, Key):
-        container[:] = [item for item in container if not element.matches(item)]
-    else:
-        container[:] = [item for item in container if item != element.value]
-
-
-def _remove(obj: Obj, path: Path, owned: set[Path]) -> None:
-    """Delete path, then each map or list it leaves empty that nobody owns."""
-    parents: list[Any] = [obj]
-    for depth in range(len(path) - 1):
-        child = get(parents[-1], path[depth : depth + 1])
-        if not isinstance(child, dict | list):
-            return
-        parents.append(child)
-    _drop(parents[-1], path[-1])
-    for depth in range(len(path) - 1, 0, -1):
-        if parents[depth] or path[:depth] in owned:
-            return
-        _drop(parents[depth - 1], path[depth - 1])
+def _remove_all(obj: Obj, paths: list[Path], kept: set[Path]) -> None:
+    """Delete each of paths (shortest first), then every map or list that leaves
+    empty that nobody keeps. A list's items go in one pass per list."""
+    finder = Finder(obj)
+    drops: dict[int, tuple[list[Any], set[int]]] = {}
+    parents: set[Path] = set()
+    for path in paths:
+        container = finder.get(path[:-1])
+        last = path[-1]
+        if isinstance(last, str):
+            if isinstance(container, dict):
+                container.pop(last, None)
+        elif isinstance(container, list) and (item := finder.get(path)) is not MISSING:
+            drops.setdefault(id(container), (container, set()))[1].add(id(item))
+        parents.update(path[:i] for i in range(1, len(path)))
+    for container, ids in drops.values():
+        container[:] = [item for item in container if id(item) not in ids]
+    finder = Finder(obj)
+    for parent in sorted(parents, key=len, reverse=True):
+        value = finder.get(parent)
+        if parent in kept or not isinstance(value, dict | list) or value:
+            continue
+        holder = finder.get(parent[:-1])
+        if isinstance(parent[-1], str) and isinstance(holder, dict):
+            holder.pop(parent[-1], None)
+        elif isinstance(holder, list):
+            holder[:] = [item for item in holder if item is not value]
 
 
 def _conflict_error(conflicts: list[tuple[Entry, Path]]) -> StatusError:
@@ -170,35 +175,48 @@ def apply(
     wanted = leaves(applied, shapes)
     before: Obj = live if live is not None else {}
     current: Obj = copy.deepcopy(before)
+    config, writing = Finder(applied), Finder(current)
     for path in sorted(wanted, key=order):
-        _set(current, path, get(applied, path))
+        _set(writing, path, config.get(path))
     managers = entries(current)
     mine = next((e for e in managers if e.manager == manager and e.is_apply), None)
     others = [e for e in managers if e is not mine]
     # A conflict is a field another manager owns that this apply changes (owning
     # a list's item is owning that it is there, not the fields inside it).
+    old_values, new_values = Finder(before), Finder(current)
     conflicts: list[tuple[Entry, Path]] = []
-    for path in sorted(wanted, key=order):
-        for other in others:
-            for owned in sorted(other.fields, key=order):
-                if not overlap(owned, path) or (
-                    len(path) > len(owned) and not isinstance(owned[-1], str)
-                ):
-                    continue
-                deeper = path if len(path) >= len(owned) else owned
-                if changed(before, current, deeper) and (other, deeper) not in conflicts:
-                    conflicts.append((other, deeper))
+    for other in others:
+        found: set[Path] = set()
+        below: dict[Path, list[Path]] = {}
+        for owned in other.fields:
+            for i in range(1, len(owned)):
+                below.setdefault(owned[:i], []).append(owned)
+        for path in wanted:
+            # Owned fields holding path (an item's own fields excepted), and inside it.
+            holders = [
+                path[:i]
+                for i in range(1, len(path) + 1)
+                if path[:i] in other.fields and (i == len(path) or isinstance(path[i - 1], str))
+            ]
+            for deeper in [path for _ in holders[:1]] + below.get(path, []):
+                if deeper not in found and changed(old_values, new_values, deeper):
+                    found.add(deeper)
+        conflicts += [(other, path) for path in sorted(found, key=order)]
     if conflicts and not force:
         raise _conflict_error(conflicts)
-    for other, path in conflicts:
-        other.fields = {f for f in other.fields if not overlap(f, path)}
-    owned_by_others: set[Path] = set().union(*(e.fields for e in others)) if others else set()
-    for path in sorted((mine.fields if mine else set()) - wanted, key=len):
-        # A field goes unless another manager owns it or something inside it;
-        # an item's key fields go with the item, never without it.
-        keyed = len(path) > 1 and isinstance(path[-2], Key) and path[-1] in dict(path[-2].fields)
-        if not keyed and not any(o[: len(path)] == path for o in owned_by_others):
-            _remove(current, path, owned_by_others | wanted)
+    for other in {id(e): e for e, _ in conflicts}.values():
+        taken = Overlaps(p for e, p in conflicts if e is other)
+        other.fields = {f for f in other.fields if not taken(f)}
+    owned_by_others = Overlaps(f for e in others for f in e.fields)
+    # A field goes unless another manager owns it or something inside it; an
+    # item's key fields go with the item, never without it.
+    gone = [
+        path
+        for path in sorted((mine.fields if mine else set()) - wanted, key=len)
+        if not (len(path) > 1 and isinstance(path[-2], Key) and path[-1] in dict(path[-2].fields))
+        and not owned_by_others.covers(path)
+    ]
+    _remove_all(current, gone, owned_by_others.paths | wanted)
     for field in ("apiVersion", "kind"):
         current[field] = applied[field]
     metadata = current.setdefault("metadata", {})

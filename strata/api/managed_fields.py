@@ -12,6 +12,7 @@ and `v:"x"` name them. Any other list is atomic: one field, owned whole.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -233,33 +234,95 @@ def overlap(a: Path, b: Path) -> bool:
     return a[:shorter] == b[:shorter]
 
 
+class Overlaps:
+    """Which paths overlap (one a prefix of the other) any of a set of paths,
+    each answered in the length of the path asked about, not the set's size."""
+
+    def __init__(self, paths: Iterable[Path]) -> None:
+        self.paths = set(paths)
+        self._prefixes = {p[:i] for p in self.paths for i in range(1, len(p) + 1)}
+
+    def __call__(self, path: Path) -> bool:
+        return path in self._prefixes or any(path[:i] in self.paths for i in range(1, len(path)))
+
+    def covers(self, path: Path) -> bool:
+        """Whether path is one of the paths or holds one of them."""
+        return path in self._prefixes
+
+
 MISSING = object()
 
 
-def get(obj: Any, path: Path) -> Any:
-    """The value at path in obj (a list's item by its key or value), or MISSING."""
-    for element in path:
-        if isinstance(element, str):
-            if not isinstance(obj, dict) or element not in obj:
+class Finder:
+    """Values at paths in one object that does not change while it is asked:
+    a list's items are indexed by key or value the first time a path goes
+    through the list, so finding every item of a long list stays linear."""
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+        self._indexes: dict[tuple[int, Any], dict[Any, Any]] = {}
+
+    def _index(self, items: list[Any], element: Key | Value) -> dict[Any, Any]:
+        names = tuple(n for n, _ in element.fields) if isinstance(element, Key) else None
+        cache_key = (id(items), names)
+        index = self._indexes.get(cache_key)
+        if index is None:
+            index = {}
+            if isinstance(element, Key):
+                defaults = dict(element.defaults)
+                for item in items:
+                    if isinstance(item, dict):
+                        values = tuple((n, item.get(n, defaults.get(n))) for n in names or ())
+                        with contextlib.suppress(TypeError):  # an unhashable value
+                            index.setdefault(values, item)
+            else:
+                for item in items:
+                    if isinstance(item, _SCALARS):
+                        index.setdefault(item, item)
+            self._indexes[cache_key] = index
+        return index
+
+    def appended(self, items: list[Any], element: Key | Value, item: Any) -> None:
+        """Tell the finder item was appended to items as element names it."""
+        items.append(item)
+        names = tuple(n for n, _ in element.fields) if isinstance(element, Key) else None
+        index = self._indexes.get((id(items), names))
+        if index is not None:
+            index.setdefault(element.fields if isinstance(element, Key) else element.value, item)
+
+    def get_in(self, items: list[Any], element: Key | Value) -> Any:
+        """The item of items element names, or MISSING."""
+        wanted = element.fields if isinstance(element, Key) else element.value
+        return self._index(items, element).get(wanted, MISSING)
+
+    def get(self, path: Path) -> Any:
+        """The value at path (a list's item by its key or value), or MISSING."""
+        obj = self.obj
+        for element in path:
+            if isinstance(element, str):
+                if not isinstance(obj, dict) or element not in obj:
+                    return MISSING
+                obj = obj[element]
+            elif not isinstance(obj, list):
                 return MISSING
-            obj = obj[element]
-        elif not isinstance(obj, list):
-            return MISSING
-        elif isinstance(element, Key):
-            obj = next((item for item in obj if element.matches(item)), MISSING)
-        else:
-            obj = next((item for item in obj if item == element.value), MISSING)
-        if obj is MISSING:
-            return MISSING
-    return obj
+            else:
+                obj = self.get_in(obj, element)
+                if obj is MISSING:
+                    return MISSING
+        return obj
 
 
-def changed(before: Any, after: Any, path: Path) -> bool:
+def get(obj: Any, path: Path) -> Any:
+    """The value at path in obj, or MISSING (one lookup: see Finder for many)."""
+    return Finder(obj).get(path)
+
+
+def changed(before: Finder, after: Finder, path: Path) -> bool:
     """Whether a write changed the field at path: its value, or for a list's
     item (whose fields are fields of their own) whether it is there."""
     if isinstance(path[-1], str):
-        return bool(get(before, path) != get(after, path))
-    return (get(before, path) is MISSING) != (get(after, path) is MISSING)
+        return bool(before.get(path) != after.get(path))
+    return (before.get(path) is MISSING) != (after.get(path) is MISSING)
 
 
 @dataclass
@@ -332,8 +395,10 @@ def record_update(
         return
     before: Obj = old or {}
     after = leaves(new, shapes)
-    written = {p for p in after if changed(before, new, p)}
+    old_values, new_values = Finder(before), Finder(new)
+    written = {p for p in after if changed(old_values, new_values, p)}
     removed = leaves(before, shapes) - after
+    touched = Overlaps(written | removed)
     current = entries(new)
     mine = next(
         (
@@ -350,7 +415,7 @@ def record_update(
     for e in current:
         if e is mine:
             continue
-        kept_fields = {f for f in e.fields if not any(overlap(f, p) for p in written | removed)}
+        kept_fields = {f for f in e.fields if not touched(f)}
         if kept_fields == e.fields:
             result.append(e.raw)
         elif kept_fields:

@@ -32,10 +32,15 @@ Cause = tuple[str, str, str]
 
 
 # What the system writes by itself whatever a test does: the registry leader's
-# and the gateways' Lease renewals, and the `kubernetes` Service the registry
-# makes (with its ClusterIP) once the gateway is up.
+# and the gateways' Lease renewals, the `kubernetes` Service the registry
+# makes (with its ClusterIP) once the gateway is up, and the aggregated
+# ClusterRoles (admin, edit, view) the aggregation controller fills in shortly
+# after start.
 BACKGROUND_KEYS = (
     b"/registry/leases/kube-system/",
+    b"/registry/clusterroles/admin",
+    b"/registry/clusterroles/edit",
+    b"/registry/clusterroles/view",
     b"/registry/services/specs/default/kubernetes",
     b"/registry/services/endpoints/default/kubernetes",
     b"/registry/ipaddresses/10.96.0.1",
