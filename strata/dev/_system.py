@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -82,6 +83,7 @@ class System:
         )
         self._etcd_binary = etcd_binary
         self._processes: list[tuple[str, subprocess.Popen[bytes]]] = []
+        self._how: dict[str, tuple[list[str], Callable[[], bool]]] = {}
         self.endpoints: Endpoints | None = None
 
     @property
@@ -113,10 +115,38 @@ class System:
         self._processes.append((name, process))
         return process
 
-    def _service(self, name: str, *flags: str) -> subprocess.Popen[bytes]:
-        return self._spawn(name, [sys.executable, "-m", f"services.{name}", *flags])
+    @staticmethod
+    def _service(name: str, *flags: str) -> list[str]:
+        return [sys.executable, "-m", f"services.{name}", *flags]
 
-    def _wait(self, name: str, process: subprocess.Popen[bytes], check: object) -> None:
+    def _launch(self, name: str, argv: list[str], ready: Callable[[], bool]) -> None:
+        """Start a child and wait until ready says it serves; remembered, so
+        that restart can start it again the same way."""
+        self._how[name] = (argv, ready)
+        self._wait(name, self._spawn(name, argv), ready)
+
+    def stop_one(self, name: str, timeout: float = 10.0) -> None:
+        """SIGTERM one child (SIGKILL if it lingers) and forget its process."""
+        process = self.process(name)
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self._processes = [(n, p) for n, p in self._processes if p is not process]
+
+    def start_one(self, name: str) -> None:
+        """Start a stopped child again, as it was first started."""
+        argv, ready = self._how[name]
+        self._wait(name, self._spawn(name, argv), ready)
+
+    def restart(self, name: str) -> None:
+        self.stop_one(name)
+        self.start_one(name)
+
+    def _wait(self, name: str, process: subprocess.Popen[bytes], check: Callable[[], bool]) -> None:
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
         while time.monotonic() < deadline:
             if process.poll() is not None:
@@ -124,7 +154,7 @@ class System:
                     f"{name} exited with {process.returncode}; see {self.home}/logs/{name}.log"
                 )
             try:
-                if check():  # type: ignore[operator]
+                if check():
                     return
             except Exception:  # not up yet
                 pass
@@ -175,45 +205,54 @@ class System:
         etcd = self._etcd_binary or find_etcd()
         client, peer = self._etcd_ports()
         etcd_addr = f"127.0.0.1:{client}"
-        process = self._spawn(
-            "etcd",
-            etcd_command(
-                etcd,
-                data_dir=self.home / "etcd",
-                client_url=f"http://{etcd_addr}",
-                peer_port=peer,
-                log_level="warn",
-            ),
+        etcd_argv = etcd_command(
+            etcd,
+            data_dir=self.home / "etcd",
+            client_url=f"http://{etcd_addr}",
+            peer_port=peer,
+            log_level="warn",
         )
-        self._wait("etcd", process, lambda: self._etcd_serving(etcd_addr))
+        self._launch("etcd", etcd_argv, lambda: self._etcd_serving(etcd_addr))
 
         storage = f"127.0.0.1:{free_port()}"
         storage_metrics = f"127.0.0.1:{free_port()}"
-        process = self._service(
+        self._launch(
             "storage",
-            f"--listen={storage}",
-            f"--etcd={etcd_addr}",
-            f"--metrics-listen={storage_metrics}",
+            self._service(
+                "storage",
+                f"--listen={storage}",
+                f"--etcd={etcd_addr}",
+                f"--metrics-listen={storage_metrics}",
+            ),
+            lambda: self._grpc_serving(storage),
         )
-        self._wait("storage", process, lambda: self._grpc_serving(storage))
 
         cacher = f"127.0.0.1:{free_port()}"
-        process = self._service("cacher", f"--listen={cacher}", f"--storage={storage}")
-        self._wait("cacher", process, lambda: self._grpc_serving(cacher))
+        self._launch(
+            "cacher",
+            self._service("cacher", f"--listen={cacher}", f"--storage={storage}"),
+            lambda: self._grpc_serving(cacher),
+        )
 
         registry = f"127.0.0.1:{free_port()}"
-        process = self._service("registry", f"--listen={registry}", f"--storage={cacher}")
-        self._wait("registry", process, lambda: self._grpc_serving(registry))
+        self._launch(
+            "registry",
+            self._service("registry", f"--listen={registry}", f"--storage={cacher}"),
+            lambda: self._grpc_serving(registry),
+        )
 
         port = self.gateway_port or free_port()
         url = f"https://127.0.0.1:{port}"
-        process = self._service(
+        self._launch(
             "gateway",
-            f"--listen=127.0.0.1:{port}",
-            f"--registry={registry}",
-            f"--home={self.home}",
+            self._service(
+                "gateway",
+                f"--listen=127.0.0.1:{port}",
+                f"--registry={registry}",
+                f"--home={self.home}",
+            ),
+            lambda: self._gateway_ready(url),
         )
-        self._wait("gateway", process, lambda: self._gateway_ready(url))
 
         self.endpoints = Endpoints(
             gateway=url, etcd=f"http://{etcd_addr}", storage=storage, cacher=cacher,
@@ -257,12 +296,5 @@ class System:
 
     def stop(self, timeout: float = 10.0) -> None:
         """SIGTERM every child, newest first; SIGKILL what has not exited in time."""
-        for _, process in reversed(self._processes):
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-                try:
-                    process.wait(timeout)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
-        self._processes.clear()
+        for name, _ in reversed(list(self._processes)):
+            self.stop_one(name, timeout)
