@@ -10,7 +10,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from services.gateway import pki, requests
+from services.gateway import authn, pki, requests
 from services.gateway.app import build_app
 from services.gateway.identity import IdentityLease, advertise_address
 from strata import service, telemetry
@@ -53,6 +53,21 @@ def main() -> None:
         "60s",
         "how long a request that is not a watch may take before it is answered 504",
     )
+    service.flag(
+        parser,
+        "client-ca-file",
+        "STRATA_CLIENT_CA_FILE",
+        "",
+        "CA bundle client certificates are verified against; the user is the certificate's "
+        "CommonName (default: strata's own CA in --home)",
+    )
+    service.flag(
+        parser,
+        "token-auth-file",
+        "STRATA_TOKEN_AUTH_FILE",
+        "",
+        'kube\'s static token file: token,user,uid[,"group1,group2"] per line',
+    )
     args = parser.parse_args()
     telemetry.setup("strata-gateway")
     service.run(_run(args))
@@ -61,15 +76,23 @@ def main() -> None:
 async def _run(args: argparse.Namespace) -> None:
     host, _, port = args.listen.rpartition(":")
     home = Path(args.home)
-    _, cert, key = pki.ensure_pki(home / "pki", sorted({host, "127.0.0.1", "localhost"}))
+    ca, cert, key = pki.ensure_pki(home / "pki", sorted({host, "127.0.0.1", "localhost"}))
     token = pki.ensure_admin_token(home)
+    try:
+        tokens = authn.read_token_file(Path(args.token_auth_file)) if args.token_auth_file else {}
+    except (OSError, authn.TokenFileError) as e:
+        raise SystemExit(f"strata-gateway: --token-auth-file: {e}") from None
     tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     tls.load_cert_chain(cert, key)
+    # A client certificate is asked for, never required (tokens do as well).
+    tls.verify_mode = ssl.CERT_OPTIONAL
+    tls.load_verify_locations(args.client_ca_file or ca)
     channel = service.connect(args.registry)
     app = build_app(
         registry_channel=channel,
         admin_token=token,
         server_address=args.listen,
+        tokens=tokens,
         max_requests_in_flight=int(args.max_requests_inflight),
         max_mutating_requests_in_flight=int(args.max_mutating_requests_inflight),
         request_timeout_seconds=service.parse_duration(args.request_timeout),

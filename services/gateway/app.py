@@ -1,20 +1,19 @@
-"""The gateway's aiohttp application: tracing, Status rendering and bearer-token
-authentication as middlewares, then discovery, health and resource routes."""
+"""The gateway's aiohttp application: tracing, Status rendering and
+authentication (tokens, client certificates) as middlewares, then discovery,
+health and resource routes."""
 
 from __future__ import annotations
 
-import hmac
 import platform
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
 import grpc
 import orjson
 from aiohttp import web
-from aiohttp.typedefs import Middleware
 from grpc_health.v1 import health_pb2_grpc
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from services.gateway import health, negotiation, output, requests, tracing
+from services.gateway import authn, health, negotiation, output, requests, tracing
 from services.gateway.catalog import Catalog
 from services.gateway.handlers import ResourceHandlers, json_response, status_response
 from services.gateway.openapi import OpenAPIv3
@@ -26,8 +25,6 @@ from strata.proto.registry.v1 import registry_pb2_grpc
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 # kube's limit on request bodies.
 MAX_BODY_BYTES = 3 * 1024 * 1024
-# Paths kube's system:public-info-viewer role opens to anyone.
-PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})
 KUBE_VERSION = ("1", "32")
 GIT_VERSION = f"v{KUBE_VERSION[0]}.{KUBE_VERSION[1]}.0-strata"
 
@@ -53,26 +50,12 @@ async def render_status(request: web.Request, handler: Handler) -> web.StreamRes
         return status_response(errors.internal(f"{type(e).__name__}: {e}"))
 
 
-def bearer_auth(token: str) -> Middleware:
-    expected = f"Bearer {token}".encode()
-
-    @web.middleware
-    async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.path in PUBLIC_PATHS:
-            return await handler(request)
-        given = request.headers.get("Authorization", "").encode()
-        if not hmac.compare_digest(given, expected):
-            raise errors.unauthorized()
-        return await handler(request)
-
-    return authenticate
-
-
 def build_app(
     *,
     registry_channel: grpc.aio.Channel,
     admin_token: str,
     server_address: str,
+    tokens: Mapping[str, authn.User] | None = None,
     max_requests_in_flight: int = requests.MAX_READ_ONLY_IN_FLIGHT,
     max_mutating_requests_in_flight: int = requests.MAX_MUTATING_IN_FLIGHT,
     request_timeout_seconds: float = requests.REQUEST_TIMEOUT_SECONDS,
@@ -90,7 +73,7 @@ def build_app(
             tracing.trace_requests,
             metrics.middleware,
             render_status,
-            bearer_auth(admin_token),
+            authn.middleware(authn.authenticator(admin_token, tokens or {})),
             output.render_output,
             in_flight.middleware,
             requests.timeouts(request_timeout_seconds),
@@ -162,6 +145,9 @@ def build_app(
     app.router.add_get("/openapi/v2", openapi.v2)
     app.router.add_get("/openapi/v3", openapi.index)
     app.router.add_get("/openapi/v3/{path:.+}", openapi.group_version)
+    app.router.add_post(
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews", authn.self_subject_review
+    )
     app.router.add_route("*", "/api/{tail:.+}", resources.handle)
     app.router.add_route("*", "/apis/{tail:.+}", resources.handle)
     return app
