@@ -46,7 +46,8 @@ from strata.client._indexer import (
     object_key,
 )
 from strata.client._informer import EventHandler, SharedIndexInformer, SharedInformerFactory
-from strata.client._reflector import Reflector
+from strata.client._reflector import ListerWatcher, Reflector
+from strata.client._registry import RegistryResourceClient
 from strata.client._rest import RestClient
 from strata.client._workqueue import (
     BucketRateLimiter,
@@ -85,12 +86,14 @@ __all__ = [
     "Invalid",
     "ItemExponentialFailureRateLimiter",
     "Lister",
+    "ListerWatcher",
     "MaxOfRateLimiter",
     "MethodNotAllowed",
     "NamespaceLister",
     "NotFound",
     "RateLimitingQueue",
     "Reflector",
+    "RegistryResourceClient",
     "Resource",
     "ResourceClient",
     "RestClient",

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from strata.client._delta_fifo import Delta, DeltaFIFO, DeltaType, FIFOClosed
-from strata.client._dynamic import DynamicClient, Resource, ResourceClient
+from strata.client._dynamic import DynamicClient, Resource
 from strata.client._indexer import DeletedFinalStateUnknown, Indexer, IndexFunc, Lister
-from strata.client._reflector import Reflector
+from strata.client._reflector import ListerWatcher, Reflector
 
 log = logging.getLogger("strata.client.informer")
 Obj = dict[str, Any]
@@ -72,7 +72,7 @@ class SharedIndexInformer:
 
     def __init__(
         self,
-        client: ResourceClient,
+        client: ListerWatcher,
         *,
         namespace: str | None = None,
         label_selector: str = "",

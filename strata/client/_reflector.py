@@ -17,12 +17,12 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol
 
 import aiohttp
 
-from strata.client._dynamic import ResourceClient
+from strata.client._dynamic import Resource, WatchEvent
 from strata.client._errors import ApiError, Expired
 from strata.client._rest import backoff
 
@@ -33,6 +33,40 @@ INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 MIN_WATCH_TIMEOUT_SECONDS = 300
 # A watch that lasted this long resets the backoff.
 HEALTHY_SECONDS = 60.0
+
+
+class ListerWatcher(Protocol):
+    """What a reflector lists and watches through: the REST ResourceClient, or
+    RegistryResourceClient inside strata."""
+
+    resource: Resource
+
+    async def list(
+        self,
+        namespace: str | None = None,
+        *,
+        all_namespaces: bool = False,
+        label_selector: str = "",
+        field_selector: str = "",
+        limit: int | None = None,
+        continue_: str = "",
+        resource_version: str = "",
+        resource_version_match: str = "",
+    ) -> Obj: ...
+
+    def watch(
+        self,
+        namespace: str | None = None,
+        *,
+        all_namespaces: bool = False,
+        resource_version: str = "",
+        label_selector: str = "",
+        field_selector: str = "",
+        timeout_seconds: int | None = None,
+        allow_watch_bookmarks: bool = False,
+        send_initial_events: bool | None = None,
+        resource_version_match: str = "",
+    ) -> AsyncIterator[WatchEvent]: ...
 
 
 class Store(Protocol):
@@ -53,7 +87,7 @@ class Reflector:
 
     def __init__(
         self,
-        client: ResourceClient,
+        client: ListerWatcher,
         store: Store,
         *,
         namespace: str | None = None,

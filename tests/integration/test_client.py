@@ -12,17 +12,20 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
+import grpc
 import orjson
 import pytest
 
 from strata.client import (
     AlreadyExists,
+    BadRequest,
     Conflict,
     DiscoveryClient,
     DynamicClient,
     EventHandler,
     Invalid,
     NotFound,
+    RegistryResourceClient,
     Resource,
     ResourceClient,
     RestClient,
@@ -267,3 +270,69 @@ async def test_a_page_iterator_reads_every_item(rest: RestClient) -> None:
     await asyncio.gather(*(cms.create(config_map(f"p{i}"), ns) for i in range(25)))
     names = [o["metadata"]["name"] async for o in cms.iterate(ns, page_size=10)]
     assert sorted(names) == sorted(f"p{i}" for i in range(25))
+
+
+async def test_informers_run_on_the_registry_api_too(rest: RestClient, system: System) -> None:
+    assert system.endpoints is not None
+    ns = await namespace(rest, "grpc")
+    cms = DynamicClient(rest).resource(CONFIGMAPS)
+    await cms.create(config_map("first", app="x"), ns)
+    async with grpc.aio.insecure_channel(system.endpoints.registry) as channel:
+        registry = RegistryResourceClient(channel, CONFIGMAPS)
+        assert (await registry.get("first", ns))["metadata"]["labels"] == {"app": "x"}
+        with pytest.raises(NotFound):
+            await registry.get("absent", ns)
+        with pytest.raises(BadRequest):
+            await registry.list(ns, label_selector="a in (")
+        informer = SharedIndexInformer(registry, namespace=ns, page_size=1)
+        seen = Recorder()
+        informer.add_event_handler(seen.handler())
+        informer.start()
+        try:
+            assert await informer.wait_for_cache_sync(30)
+            await cms.create(config_map("second"), ns)
+            await cms.patch("first", {"data": {"v": "1"}}, ns)
+            await cms.delete("second", ns)
+            await eventually(lambda: len(seen.events) == 4)
+            assert [(kind, name) for kind, name, _ in seen.events] == [
+                ("add", "first"),
+                ("add", "second"),
+                ("update", "first"),
+                ("delete", "second"),
+            ]
+        finally:
+            await informer.stop()
+        # Pages follow continue tokens, every page at the first one's revision.
+        await cms.create(config_map("third"), ns)
+        first_page = await registry.list(ns, limit=1)
+        token = first_page["metadata"]["continue"]
+        second_page = await registry.list(ns, limit=1, continue_=token)
+        names = [p["items"][0]["metadata"]["name"] for p in (first_page, second_page)]
+        assert names == ["first", "third"] and "continue" not in second_page["metadata"]
+        assert (
+            first_page["metadata"]["resourceVersion"] == second_page["metadata"]["resourceVersion"]
+        )
+
+
+async def test_watch_list_mode_syncs_without_a_list(rest: RestClient) -> None:
+    ns = await namespace(rest, "wl")
+    cms = DynamicClient(rest).resource(CONFIGMAPS)
+    for name in ("a", "b"):
+        await cms.create(config_map(name), ns)
+    informer = SharedIndexInformer(cms, namespace=ns, use_watch_list=True)
+    listed: list[Any] = []
+
+    async def no_list(*args: Any, **kwargs: Any) -> Obj:
+        listed.append(args)
+        raise AssertionError("a watch-list informer lists only when the server cannot")
+
+    informer.client.list = no_list  # type: ignore[method-assign]
+    informer.start()
+    try:
+        assert await informer.wait_for_cache_sync(30)
+        assert sorted(informer.indexer.list_keys()) == [f"{ns}/a", f"{ns}/b"]
+        assert listed == [] and informer.reflector.lists == 1
+        await cms.create(config_map("c"), ns)
+        await eventually(lambda: len(informer.indexer) == 3)
+    finally:
+        await informer.stop()
