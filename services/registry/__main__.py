@@ -135,10 +135,14 @@ async def _run(args: argparse.Namespace) -> None:
     definitions = store_of[CUSTOM_RESOURCE_DEFINITIONS.name]
     served = ServedStores(stores, storage)
 
+    # The controllers that are clients of the API reach it as others do: over
+    # the Registry API, here the registry's own.
+    itself = service.connect(args.listen)
+
     async def lead() -> None:
         """The controllers, run by one replica at a time."""
         await asyncio.gather(
-            NamespaceLifecycle(namespaces, served.distinct).run(),
+            NamespaceLifecycle(itself, namespaces, served.distinct).run(),
             AllocationRepair(storage, allocations).run(),
             ClusterRoleAggregation(cluster_roles).run(),
             GarbageCollector(served).run(),
@@ -169,6 +173,7 @@ async def _run(args: argparse.Namespace) -> None:
         await asyncio.gather(*controllers, return_exceptions=True)
         await storage.close()
         await channel.close()
+        await itself.close()
 
     await service.serve(
         service_name="strata-registry",
