@@ -145,7 +145,7 @@ async def _run(args: argparse.Namespace) -> None:
             NamespaceLifecycle(itself, namespaces, served.distinct).run(),
             AllocationRepair(storage, allocations).run(),
             ClusterRoleAggregation(cluster_roles).run(),
-            GarbageCollector(served).run(),
+            GarbageCollector(itself, served).run(),
             CRDNaming(definitions).run(),
             CRDCleanup(definitions, storage).run(),
             KubernetesService(

@@ -1,5 +1,7 @@
 """Garbage collection by ownerReferences (kube's garbage collector), one round
-every interval over every resource's objects as the cache has them:
+every interval over every resource's objects as a strata.client informer per
+resource (over the Registry API, the registry's own) has them; a resource whose
+informer has not synced yet waits for a later round:
 
 - A dependent whose owners are all gone is deleted (background cascading: its
   owner went first, it follows); one with some owners gone loses the dangling
@@ -14,11 +16,14 @@ every interval over every resource's objects as the cache has them:
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import grpc
 import orjson
 
 from services.registry import rounds
@@ -27,10 +32,9 @@ from services.registry.served import ServedStores
 from services.registry.store import Rendering, Store
 from strata import telemetry
 from strata.api.errors import StatusError
+from strata.client import RegistryResourceClient, Resource, SharedIndexInformer
 
 INTERVAL_SECONDS = 1.0
-_OWNED = b'"ownerReferences"'
-_DELETING = b'"deletionTimestamp"'
 
 Obj = dict[str, Any]
 log = telemetry.get_logger("strata.registry.gc")
@@ -67,27 +71,55 @@ class Node:
 
 
 class GarbageCollector:
-    def __init__(self, served: ServedStores, interval: float = INTERVAL_SECONDS) -> None:
+    def __init__(
+        self, registry: grpc.aio.Channel, served: ServedStores, interval: float = INTERVAL_SECONDS
+    ) -> None:
+        self._registry = registry
         self._served = served
         self._by_kind: dict[tuple[str, str], Store] = {}
+        self._informers: dict[tuple[str, str, str], SharedIndexInformer] = {}
         self._interval = interval
 
     async def run(self) -> None:
-        await rounds.every(self._interval, "garbage collection", self.collect_once)
+        try:
+            await rounds.every(self._interval, "garbage collection", self.collect_once)
+        finally:
+            await self._stop(set(self._informers))
+
+    async def _stop(self, keys: set[tuple[str, str, str]]) -> None:
+        for key in keys:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._informers.pop(key).stop()
+
+    def _objects(self, store: Store) -> list[Obj] | None:
+        """store's objects as its informer has them (started on first ask);
+        None until it has synced."""
+        r = store.resource
+        key = (r.group, r.version, r.name)
+        informer = self._informers.get(key)
+        if informer is None:
+            resource = Resource(
+                group=r.group, version=r.version, resource=r.name, namespaced=r.namespaced
+            )
+            informer = SharedIndexInformer(RegistryResourceClient(self._registry, resource))
+            self._informers[key] = informer
+            informer.start()
+        return informer.indexer.list() if informer.has_synced() else None
 
     async def collect_once(self) -> None:
         nodes: list[Node] = []
         # Owners by any version served; objects once each, at the version stored.
         every = await self._served.every()
         self._by_kind = {(s.resource.api_version, s.resource.kind): s for s in every}
-        for store in await self._served.distinct():
-            # Only owned objects and objects being deleted matter; the rest are
-            # skipped undecoded, which keeps a round cheap on a large cluster.
-            nodes.extend(
-                Node(store, orjson.loads(item))
-                for item in await store.cached()
-                if _OWNED in item or _DELETING in item
-            )
+        distinct = await self._served.distinct()
+        served = {(s.resource.group, s.resource.version, s.resource.name) for s in distinct}
+        await self._stop(set(self._informers) - served)  # a custom resource went away
+        for store in distinct:
+            # Only owned objects and objects being deleted matter.
+            for obj in self._objects(store) or ():
+                metadata = obj.get("metadata") or {}
+                if metadata.get("ownerReferences") or metadata.get("deletionTimestamp"):
+                    nodes.append(Node(store, obj))
         dependents: dict[str, list[Node]] = {}
         for node in nodes:
             for reference in node.references():
@@ -124,7 +156,16 @@ class GarbageCollector:
         await _rewrite(owner, lambda obj: _drop_finalizer(obj, FOREGROUND_FINALIZER))
         log.info("deleted dependents in the foreground", owner=_describe(owner))
 
-    async def _collect_if_orphaned(self, dependent: Node) -> None:
+    async def _collect_if_orphaned(self, cached: Node) -> None:
+        # As kube's collector does, act on the dependent as it is now, not as the
+        # informer last heard of it: an orphaning may have just dropped its
+        # references, with the owner already gone.
+        now = orjson.loads(await cached.store.get(cached.namespace, cached.name, "", Rendering()))
+        if now["metadata"].get("uid") != cached.uid or now["metadata"].get("deletionTimestamp"):
+            return
+        dependent = Node(cached.store, now)
+        if not dependent.references():
+            return
         gone = {
             str(reference.get("uid", ""))
             for reference in dependent.references()
