@@ -144,10 +144,10 @@ async def _run(args: argparse.Namespace) -> None:
         await asyncio.gather(
             NamespaceLifecycle(itself, namespaces, served.distinct).run(),
             AllocationRepair(storage, allocations).run(),
-            ClusterRoleAggregation(cluster_roles).run(),
+            ClusterRoleAggregation(itself, cluster_roles).run(),
             GarbageCollector(itself, served).run(),
-            CRDNaming(definitions).run(),
-            CRDCleanup(definitions, storage).run(),
+            CRDNaming(itself, definitions).run(),
+            CRDCleanup(itself, definitions, storage).run(),
             KubernetesService(
                 store_of[SERVICES.name],
                 store_of[ENDPOINTS.name],

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import grpc
 import orjson
 
 from services.registry import rounds
+from services.registry.informed import Informed
 from services.registry.store import Store
 from strata import telemetry
 from strata.api.errors import StatusError
@@ -46,15 +48,21 @@ def aggregated_rules(role: dict[str, Any], roles: list[dict[str, Any]]) -> list[
 
 
 class ClusterRoleAggregation:
-    def __init__(self, cluster_roles: Store, interval: float = INTERVAL_SECONDS) -> None:
+    def __init__(
+        self, registry: grpc.aio.Channel, cluster_roles: Store, interval: float = INTERVAL_SECONDS
+    ) -> None:
         self._cluster_roles = cluster_roles
+        self._informed = Informed(registry, cluster_roles.resource)
         self._interval = interval
 
     async def run(self) -> None:
-        await rounds.every(self._interval, "clusterrole aggregation", self.aggregate_once)
+        try:
+            await rounds.every(self._interval, "clusterrole aggregation", self.aggregate_once)
+        finally:
+            await self._informed.stop()
 
     async def aggregate_once(self) -> None:
-        roles = [orjson.loads(item) for item in await self._cluster_roles.cached()]
+        roles = await self._informed.objects()
         for role in roles:
             if role.get("aggregationRule") is None:
                 continue

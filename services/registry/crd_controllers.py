@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import grpc
 import orjson
 
 from services.registry import crds, custom, rounds
+from services.registry.informed import Informed
 from services.registry.store import Store
 from strata import telemetry
 from strata.api.errors import StatusError
@@ -99,15 +101,24 @@ def accept_names(crd: Obj, others: list[Obj]) -> tuple[Obj, str, str]:
 
 
 class CRDNaming:
-    def __init__(self, crds_store: Store, interval: float = NAMING_INTERVAL_SECONDS) -> None:
+    def __init__(
+        self,
+        registry: grpc.aio.Channel,
+        crds_store: Store,
+        interval: float = NAMING_INTERVAL_SECONDS,
+    ) -> None:
         self._crds = crds_store
+        self._informed = Informed(registry, crds_store.resource)
         self._interval = interval
 
     async def run(self) -> None:
-        await rounds.every(self._interval, "crd naming", self.round_once)
+        try:
+            await rounds.every(self._interval, "crd naming", self.round_once)
+        finally:
+            await self._informed.stop()
 
     async def round_once(self) -> None:
-        listed = [orjson.loads(item) for item in await self._crds.cached()]
+        listed = await self._informed.objects()
         for i, crd in enumerate(listed):
             status = crd.get("status") or {}
             requested = crds.spec(crd).get("names") or {}
@@ -144,17 +155,25 @@ class CRDNaming:
 
 class CRDCleanup:
     def __init__(
-        self, crds_store: Store, storage: Storage, interval: float = CLEANUP_INTERVAL_SECONDS
+        self,
+        registry: grpc.aio.Channel,
+        crds_store: Store,
+        storage: Storage,
+        interval: float = CLEANUP_INTERVAL_SECONDS,
     ) -> None:
         self._crds = crds_store
+        self._informed = Informed(registry, crds_store.resource)
         self._storage = storage
         self._interval = interval
 
     async def run(self) -> None:
-        await rounds.every(self._interval, "crd cleanup", self.round_once)
+        try:
+            await rounds.every(self._interval, "crd cleanup", self.round_once)
+        finally:
+            await self._informed.stop()
 
     async def round_once(self) -> None:
-        for crd in [orjson.loads(item) for item in await self._crds.cached()]:
+        for crd in await self._informed.objects():
             metadata = crd["metadata"]
             if metadata.get("deletionTimestamp") and crds.CLEANUP_FINALIZER in (
                 metadata.get("finalizers") or []

@@ -28,11 +28,12 @@ import orjson
 
 from services.registry import rounds
 from services.registry.deletion import FOREGROUND_FINALIZER, ORPHAN_FINALIZER
+from services.registry.informed import informer_for
 from services.registry.served import ServedStores
 from services.registry.store import Rendering, Store
 from strata import telemetry
 from strata.api.errors import StatusError
-from strata.client import RegistryResourceClient, Resource, SharedIndexInformer
+from strata.client import SharedIndexInformer
 
 INTERVAL_SECONDS = 1.0
 
@@ -98,11 +99,7 @@ class GarbageCollector:
         key = (r.group, r.version, r.name)
         informer = self._informers.get(key)
         if informer is None:
-            resource = Resource(
-                group=r.group, version=r.version, resource=r.name, namespaced=r.namespaced
-            )
-            informer = SharedIndexInformer(RegistryResourceClient(self._registry, resource))
-            self._informers[key] = informer
+            informer = self._informers[key] = informer_for(self._registry, r)
             informer.start()
         return informer.indexer.list() if informer.has_synced() else None
 

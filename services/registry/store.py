@@ -593,12 +593,6 @@ class Store:
             return dataclasses.replace(page, items=[], table=table)
         return page
 
-    async def cached(self) -> Items:
-        """Every object of the resource, as the cache has them (what a
-        controller's round goes through)."""
-        everything = self.selection("", "", "")
-        return (await self.list(everything, Paging(resource_version="0"), Rendering())).items
-
     def watch_target(
         self,
         selection: Selection,

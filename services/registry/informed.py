@@ -1,0 +1,50 @@
+"""How the registry's controllers read the API objects they go through: from a
+strata.client informer over the Registry API (the registry's own), as any
+controller outside strata would, rather than listing them every round."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+from typing import Any
+
+import grpc
+
+from services.registry.resources import Resource as Served
+from strata.client import RegistryResourceClient, Resource, SharedIndexInformer
+
+Obj = dict[str, Any]
+
+
+def client_resource(served: Served) -> Resource:
+    """strata.client's name for a resource the registry serves."""
+    return Resource(
+        group=served.group,
+        version=served.version,
+        resource=served.name,
+        namespaced=served.namespaced,
+        kind=served.kind,
+    )
+
+
+def informer_for(registry: grpc.aio.Channel, served: Served, **options: Any) -> SharedIndexInformer:
+    return SharedIndexInformer(RegistryResourceClient(registry, client_resource(served)), **options)
+
+
+class Informed:
+    """One resource's objects as an informer keeps them."""
+
+    def __init__(self, registry: grpc.aio.Channel, served: Served, **options: Any) -> None:
+        self.informer = informer_for(registry, served, **options)
+
+    async def objects(self) -> list[Obj]:
+        """Every object, once the informer has synced (started on first ask);
+        copies, for the caller to change as it writes them back."""
+        self.informer.start()
+        await self.informer.wait_for_cache_sync()
+        return [copy.deepcopy(obj) for obj in self.informer.indexer.list()]
+
+    async def stop(self) -> None:
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.informer.stop()
