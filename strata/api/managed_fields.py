@@ -260,12 +260,14 @@ class Finder:
 
     def __init__(self, obj: Any) -> None:
         self.obj = obj
-        self._indexes: dict[tuple[int, Any], dict[Any, Any]] = {}
+        # By the list's id, with the list itself: held, no other list takes its id.
+        self._indexes: dict[tuple[int, Any], tuple[list[Any], dict[Any, Any]]] = {}
 
     def _index(self, items: list[Any], element: Key | Value) -> dict[Any, Any]:
         names = tuple(n for n, _ in element.fields) if isinstance(element, Key) else None
         cache_key = (id(items), names)
-        index = self._indexes.get(cache_key)
+        cached = self._indexes.get(cache_key)
+        index = cached[1] if cached is not None else None
         if index is None:
             index = {}
             if isinstance(element, Key):
@@ -279,16 +281,18 @@ class Finder:
                 for item in items:
                     if isinstance(item, _SCALARS):
                         index.setdefault(item, item)
-            self._indexes[cache_key] = index
+            self._indexes[cache_key] = (items, index)
         return index
 
     def appended(self, items: list[Any], element: Key | Value, item: Any) -> None:
         """Tell the finder item was appended to items as element names it."""
         items.append(item)
         names = tuple(n for n, _ in element.fields) if isinstance(element, Key) else None
-        index = self._indexes.get((id(items), names))
-        if index is not None:
-            index.setdefault(element.fields if isinstance(element, Key) else element.value, item)
+        cached = self._indexes.get((id(items), names))
+        if cached is not None:
+            cached[1].setdefault(
+                element.fields if isinstance(element, Key) else element.value, item
+            )
 
     def get_in(self, items: list[Any], element: Key | Value) -> Any:
         """The item of items element names, or MISSING."""

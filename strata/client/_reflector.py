@@ -217,12 +217,22 @@ class Reflector:
                 # Too old: the resourceVersion is gone; only a new list will do.
                 need_list = True
                 continue
-            except (ApiError, aiohttp.ClientError, TimeoutError, OSError) as e:
+            except Exception as e:
+                # Anything else (a broken connection, a refusal, even a bug in
+                # a page's handling) waits a backoff and lists or watches again:
+                # a reflector that stopped would leave its store silently stale.
                 if time.monotonic() - started > HEALTHY_SECONDS:
                     attempt = 0
                 delay = backoff(attempt, base=0.8, cap=self.max_backoff)
                 attempt += 1
-                log.info("list/watch failed (%r); again in %.1fs", e, delay)
+                expected = isinstance(e, ApiError | aiohttp.ClientError | TimeoutError | OSError)
+                log.log(
+                    logging.INFO if expected else logging.ERROR,
+                    "list/watch failed (%r); again in %.1fs",
+                    e,
+                    delay,
+                    exc_info=not expected,
+                )
                 await asyncio.sleep(delay)
 
 

@@ -4,6 +4,8 @@ the DeltaFIFO's delta rules, and the work queue's dedup and backoff."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -18,7 +20,10 @@ from strata.client import (
     Lister,
     NotFound,
     RateLimitingQueue,
+    Reflector,
+    Resource,
     ShutDown,
+    WatchEvent,
     WorkQueue,
 )
 
@@ -205,3 +210,40 @@ async def test_rate_limited_items_wait_longer_each_failure_until_forgotten() -> 
     queue.add_after("later", 0.01)
     queue.add_after("later", 0)  # now beats later
     assert await asyncio.wait_for(queue.get(), 5) == "later"
+
+
+class _FlakyLister:
+    """A ListerWatcher whose first list fails as a bug would, then works."""
+
+    resource = Resource(version="v1", resource="pods")
+
+    def __init__(self) -> None:
+        self.lists = 0
+
+    async def list(self, namespace: str | None = None, **_: Any) -> Obj:
+        self.lists += 1
+        if self.lists == 1:
+            raise KeyError("a bug in a page's handling")
+        return {"metadata": {"resourceVersion": "5"}, "items": [pod("x", rv="5")]}
+
+    async def watch(self, namespace: str | None = None, **_: Any) -> AsyncIterator[WatchEvent]:
+        await asyncio.sleep(3600)
+        yield WatchEvent("ADDED", {})  # never reached: the watch stays open
+
+
+async def test_a_reflector_outlives_an_unexpected_error() -> None:
+    fifo = DeltaFIFO()
+    lister = _FlakyLister()
+    reflector = Reflector(lister, fifo, namespace="a", max_backoff=0.01)
+    task = asyncio.create_task(reflector.run())
+    try:
+        for _ in range(200):
+            if len(fifo):
+                break
+            await asyncio.sleep(0.01)
+        assert lister.lists == 2 and len(fifo) == 1
+        assert reflector.last_sync_resource_version == "5"
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
