@@ -138,6 +138,7 @@ async def _run(args: argparse.Namespace) -> None:
     # The controllers that are clients of the API reach it as others do: over
     # the Registry API, here the registry's own.
     itself = service.connect(args.listen)
+    crds = served.follow_crds(itself)
 
     async def lead() -> None:
         """The controllers, run by one replica at a time."""
@@ -159,6 +160,7 @@ async def _run(args: argparse.Namespace) -> None:
     async def register(server: grpc.aio.Server) -> None:
         await bootstrap(namespaces, cluster_roles, store_of[CLUSTER_ROLE_BINDINGS.name])
         registry_pb2_grpc.add_RegistryServicer_to_server(RegistryServicer(served, storage), server)
+        crds.start()
         if args.leader_elect == "true":
             election = LeaderElection(
                 store_of[LEASES.name], LEASE_NAME, default_identity(), args.timing
@@ -171,6 +173,7 @@ async def _run(args: argparse.Namespace) -> None:
         for task in controllers:
             task.cancel()
         await asyncio.gather(*controllers, return_exceptions=True)
+        await crds.stop()
         await storage.close()
         await channel.close()
         await itself.close()

@@ -1,24 +1,30 @@
 """Every Store the registry serves: the built-in resources' and, for each
 Established CRD, one per served version.
 
-The custom ones follow the CRDs in storage: a list from the cache at most
-REFRESH_SECONDS old (a CRD decoded again only when its resourceVersion moved),
-and a live read of the CRD a request names when it is not known yet, so a CRD
-established a moment ago, through any replica, is served at once.
+The custom ones follow the CRDs: a strata.client informer on them over the
+Registry API (the registry's own, started once it serves) installs and removes
+their Stores as CRDs change; until it has synced, a list from the cache at most
+REFRESH_SECONDS old stands in. A request naming a resource not known yet reads
+its CRD live, so a CRD established a moment ago, through any replica, is served
+at once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
+import grpc
 import orjson
 
 from services.registry import custom
+from services.registry.informed import informer_for
 from services.registry.resources import CUSTOM_RESOURCE_DEFINITIONS
 from services.registry.store import Store
 from strata import telemetry
 from strata.api import errors
+from strata.client import EventHandler, SharedIndexInformer
 from strata.storage import GetOptions, KeyNotFound, ListOptions, Storage
 
 REFRESH_SECONDS = 0.25
@@ -40,6 +46,24 @@ class ServedStores:
         self._custom: dict[Key, Store] = {}
         self._fetched = float("-inf")
         self._lock = asyncio.Lock()
+        self._informer: SharedIndexInformer | None = None
+
+    def follow_crds(self, registry: grpc.aio.Channel) -> SharedIndexInformer:
+        """The informer that keeps the custom Stores current from now on (for
+        the caller to start once the registry serves, and to stop)."""
+
+        def changed(crd: Any, *_: Any) -> None:
+            self._install(crd, int(crd["metadata"].get("resourceVersion") or 0))
+
+        def deleted(crd: Any) -> None:
+            obj = getattr(crd, "obj", crd)  # a DeletedFinalStateUnknown's last state
+            self._uninstall(str(obj["metadata"]["name"]))
+
+        self._informer = informer_for(registry, CRDS)
+        self._informer.add_event_handler(
+            EventHandler(on_add=changed, on_update=lambda _, crd: changed(crd), on_delete=deleted)
+        )
+        return self._informer
 
     async def lookup(self, group: str, version: str, resource: str) -> Store:
         """The Store serving a resource; 404 when none does."""
@@ -73,6 +97,8 @@ class ServedStores:
         return [*self._built_in.values(), *chosen]
 
     async def _refresh(self, max_age: float | None = None) -> None:
+        if self._informer is not None and self._informer.has_synced():
+            return  # the informer keeps the custom Stores current
         max_age = self._refresh_seconds if max_age is None else max_age
         if time.monotonic() - self._fetched < max_age:
             return
@@ -82,7 +108,7 @@ class ServedStores:
             listed = await self._storage.list(CRDS.key_prefix(), ListOptions(resource_version="0"))
             names = set()
             for stored in listed.items:
-                names.add(self._install(stored.value, stored.resource_version))
+                names.add(self._install(orjson.loads(stored.value), stored.resource_version))
             for name in set(self._by_crd) - names:
                 # One read live since the cached list was made is newer than it.
                 if self._by_crd[name][0] <= listed.resource_version:
@@ -94,11 +120,10 @@ class ServedStores:
             stored = await self._storage.get(CRDS.key("", name), GetOptions(resource_version=""))
         except KeyNotFound:
             return
-        self._install(stored.value, stored.resource_version)
+        self._install(orjson.loads(stored.value), stored.resource_version)
 
-    def _install(self, value: bytes, resource_version: int) -> str:
+    def _install(self, crd: dict[str, Any], resource_version: int) -> str:
         """Serve a CRD's resources as it now is; its name."""
-        crd = orjson.loads(value)
         name = str(crd["metadata"]["name"])
         known = self._by_crd.get(name)
         if known is not None and known[0] >= resource_version:

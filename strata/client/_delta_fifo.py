@@ -47,8 +47,12 @@ class DeltaFIFO:
         self._known = known_objects
         self._populated = False
         self._initial_population = 0
+        self._processing = False
+        self.in_initial_list = False
         self._closed = False
         self._ready = asyncio.Event()
+        # Set once has_synced() holds and what the first list brought is processed.
+        self.synced = asyncio.Event()
 
     # --- adding ---------------------------------------------------------------------
 
@@ -69,6 +73,8 @@ class DeltaFIFO:
 
     def _notify(self) -> None:
         self._ready.set()
+        if self._initial_population == 0 and self._populated and not self._processing:
+            self.synced.set()
 
     def add(self, obj: Obj) -> None:
         self._populated = True
@@ -149,8 +155,11 @@ class DeltaFIFO:
             raise FIFOClosed()
         key = self._queue.pop(0)
         deltas = self._items.pop(key)
+        # Whether these deltas came with the first list (asked before counting them).
+        self.in_initial_list = not self.has_synced()
         if self._initial_population > 0:
             self._initial_population -= 1
+        self._processing = True
         try:
             await process(deltas)
         except Exception:
@@ -159,3 +168,6 @@ class DeltaFIFO:
                 self._queue.insert(0, key)
             self._items[key] = [*deltas, *newer]
             raise
+        finally:
+            self._processing = False
+            self._notify()

@@ -100,7 +100,6 @@ class SharedIndexInformer:
         self._listeners: list[_Listener] = []
         self._syncing: set[int] = set()
         self._tasks: list[asyncio.Task[None]] = []
-        self._synced = asyncio.Event()
 
     @property
     def started(self) -> bool:
@@ -131,12 +130,14 @@ class SharedIndexInformer:
                 listener.task.cancel()
 
     def has_synced(self) -> bool:
-        return self._synced.is_set()
+        """Whether the first list has been delivered to the store and handlers'
+        queues (at once for an empty one)."""
+        return self.fifo.synced.is_set()
 
     async def wait_for_cache_sync(self, seconds: float | None = None) -> bool:
         """Whether the first list has been delivered (False after seconds)."""
         try:
-            await asyncio.wait_for(self._synced.wait(), seconds)
+            await asyncio.wait_for(self.fifo.synced.wait(), seconds)
         except TimeoutError:
             return False
         return True
@@ -168,7 +169,7 @@ class SharedIndexInformer:
                 listener.queue.put_nowait((kind, args))
 
     async def _handle(self, deltas: list[Delta]) -> None:
-        initial = not self.fifo.has_synced()
+        initial = self.fifo.in_initial_list
         for delta in deltas:
             obj = delta.object
             if delta.type is DeltaType.DELETED:
@@ -194,8 +195,6 @@ class SharedIndexInformer:
                 await self.fifo.pop(self._handle)
             except FIFOClosed:
                 return
-            if self.fifo.has_synced() and not self._synced.is_set():
-                self._synced.set()
 
     async def _resync(self) -> None:
         while True:

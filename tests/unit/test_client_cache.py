@@ -247,3 +247,9 @@ async def test_a_reflector_outlives_an_unexpected_error() -> None:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+async def test_an_empty_first_list_is_synced_at_once() -> None:
+    fifo = DeltaFIFO(Indexer())
+    fifo.replace([])
+    assert fifo.has_synced() and fifo.synced.is_set()
