@@ -213,7 +213,7 @@ class ResourceClient:
         field_manager: str = "",
         field_validation: str = "",
     ) -> Obj:
-        ns = self._ns(namespace if namespace is not None else _namespace_of(body))
+        ns = self._ns(namespace if namespace is not None else namespace_of(body))
         path = self.resource.path(ns, name, subresource)
         params = _options(
             dry_run=dry_run, field_manager=field_manager, field_validation=field_validation
@@ -233,7 +233,7 @@ class ResourceClient:
     ) -> Obj:
         """PUT body back (its metadata.resourceVersion makes it a compare-and-swap)."""
         name = str((body.get("metadata") or {}).get("name", ""))
-        ns = self._ns(namespace if namespace is not None else _namespace_of(body))
+        ns = self._ns(namespace if namespace is not None else namespace_of(body))
         params = _options(
             dry_run=dry_run, field_manager=field_manager, field_validation=field_validation
         )
@@ -278,7 +278,7 @@ class ResourceClient:
     ) -> Obj:
         """Server-side apply of body (a configuration) as field_manager."""
         name = str((body.get("metadata") or {}).get("name", ""))
-        ns = namespace if namespace is not None else _namespace_of(body)
+        ns = namespace if namespace is not None else namespace_of(body)
         return await self.patch(
             name,
             orjson.dumps(body),
@@ -334,7 +334,8 @@ class ResourceClient:
         return result
 
 
-def _namespace_of(body: Obj) -> str | None:
+def namespace_of(body: Obj) -> str | None:
+    """The namespace an object's metadata names, if any."""
     namespace = (body.get("metadata") or {}).get("namespace")
     return str(namespace) if namespace else None
 

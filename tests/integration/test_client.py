@@ -302,6 +302,20 @@ async def test_informers_run_on_the_registry_api_too(rest: RestClient, system: S
             ]
         finally:
             await informer.stop()
+        # Writes go through the Registry API as well, refusals typed.
+        made = await registry.create(config_map("fourth"), ns, field_manager="grpc-test")
+        assert made["metadata"]["managedFields"][0]["manager"] == "grpc-test"
+        changed = await registry.update({**made, "data": {"v": "9"}})
+        assert changed["data"] == {"v": "9"}
+        with pytest.raises(Conflict):
+            await registry.update({**made, "data": {"v": "stale"}})
+        with pytest.raises(AlreadyExists):
+            await registry.create(config_map("fourth"), ns)
+        with pytest.raises(Conflict):
+            await registry.delete("fourth", ns, uid="not-its-uid")
+        await registry.delete("fourth", ns, resource_version=changed["metadata"]["resourceVersion"])
+        with pytest.raises(NotFound):
+            await registry.get("fourth", ns)
         # Pages follow continue tokens, every page at the first one's revision.
         await cms.create(config_map("third"), ns)
         first_page = await registry.list(ns, limit=1)
