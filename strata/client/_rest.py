@@ -304,7 +304,9 @@ class RestClient:
                 refreshed = True
                 continue
             retry = isinstance(error, TooManyRequests) or (
-                method in _SAFE and error.code in (503, 504) and error.retry_after_seconds
+                method in _SAFE
+                and error.code in (503, 504)
+                and error.retry_after_seconds is not None
             )
             if retry and attempt < self.max_retries:
                 wait = error.retry_after_seconds

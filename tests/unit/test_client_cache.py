@@ -25,6 +25,7 @@ from strata.client import (
     ShutDown,
     WatchEvent,
     WorkQueue,
+    api_error,
 )
 
 Obj = dict[str, Any]
@@ -253,3 +254,39 @@ async def test_an_empty_first_list_is_synced_at_once() -> None:
     fifo = DeltaFIFO(Indexer())
     fifo.replace([])
     assert fifo.has_synced() and fifo.synced.is_set()
+
+
+class _NoWatchList(_FlakyLister):
+    """A server that refuses sendInitialEvents (as one older than kube 1.27 does)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lists = 1  # its lists work
+        self.refused = 0
+
+    async def watch(
+        self, namespace: str | None = None, **options: Any
+    ) -> AsyncIterator[WatchEvent]:
+        if options.get("send_initial_events"):
+            self.refused += 1
+            raise api_error(400, b'{"kind": "Status", "code": 400, "reason": "BadRequest"}')
+        async for event in super().watch(namespace, **options):
+            yield event
+
+
+async def test_watch_list_falls_back_to_a_list() -> None:
+    fifo = DeltaFIFO()
+    lister = _NoWatchList()
+    reflector = Reflector(lister, fifo, namespace="a", use_watch_list=True)
+    task = asyncio.create_task(reflector.run())
+    try:
+        for _ in range(200):
+            if len(fifo):
+                break
+            await asyncio.sleep(0.01)
+        assert lister.refused == 1 and lister.lists == 2 and len(fifo) == 1
+        assert not reflector.use_watch_list  # not asked again
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
