@@ -232,22 +232,28 @@ class _FlakyLister:
         yield WatchEvent("ADDED", {})  # never reached: the watch stays open
 
 
-async def test_a_reflector_outlives_an_unexpected_error() -> None:
-    fifo = DeltaFIFO()
-    lister = _FlakyLister()
-    reflector = Reflector(lister, fifo, namespace="a", max_backoff=0.01)
+@contextlib.asynccontextmanager
+async def listed(reflector: Reflector, fifo: DeltaFIFO) -> AsyncIterator[None]:
+    """reflector running until its first list has reached fifo (or 2 s)."""
     task = asyncio.create_task(reflector.run())
     try:
         for _ in range(200):
             if len(fifo):
                 break
             await asyncio.sleep(0.01)
-        assert lister.lists == 2 and len(fifo) == 1
-        assert reflector.last_sync_resource_version == "5"
+        yield
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+async def test_a_reflector_outlives_an_unexpected_error() -> None:
+    fifo, lister = DeltaFIFO(), _FlakyLister()
+    reflector = Reflector(lister, fifo, namespace="a", max_backoff=0.01)
+    async with listed(reflector, fifo):
+        assert lister.lists == 2 and len(fifo) == 1
+        assert reflector.last_sync_resource_version == "5"
 
 
 async def test_an_empty_first_list_is_synced_at_once() -> None:
@@ -275,18 +281,8 @@ class _NoWatchList(_FlakyLister):
 
 
 async def test_watch_list_falls_back_to_a_list() -> None:
-    fifo = DeltaFIFO()
-    lister = _NoWatchList()
+    fifo, lister = DeltaFIFO(), _NoWatchList()
     reflector = Reflector(lister, fifo, namespace="a", use_watch_list=True)
-    task = asyncio.create_task(reflector.run())
-    try:
-        for _ in range(200):
-            if len(fifo):
-                break
-            await asyncio.sleep(0.01)
+    async with listed(reflector, fifo):
         assert lister.refused == 1 and lister.lists == 2 and len(fifo) == 1
         assert not reflector.use_watch_list  # not asked again
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
