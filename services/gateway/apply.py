@@ -223,8 +223,13 @@ def apply(
     for field in ("name", "namespace"):
         if field in applied["metadata"] and field not in metadata:
             metadata[field] = applied["metadata"][field]
-    # A manager left owning nothing (this one included) has no entry.
-    own = [entry(manager, APPLY, api_version, wanted)] if wanted else []
+    # A manager left owning nothing (this one included) has no entry; one whose
+    # fields are what they were keeps its entry, time included, as kube's field
+    # manager does: applying the same configuration again then writes nothing.
+    if mine is not None and mine.fields == wanted and mine.raw.get("apiVersion") == api_version:
+        own = [mine.raw]
+    else:
+        own = [entry(manager, APPLY, api_version, wanted)] if wanted else []
     forced = {id(e) for e, _ in conflicts}
     result: list[Obj] = []
     for other in managers:

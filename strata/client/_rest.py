@@ -327,6 +327,29 @@ class RestClient:
         request_timeout: float | None = None,
     ) -> Any:
         """The decoded JSON a request answers with (None for an empty body)."""
+        raw = await self.request_bytes(
+            method,
+            path,
+            params=params,
+            body=body,
+            content_type=content_type,
+            accept=accept,
+            request_timeout=request_timeout,
+        )
+        return orjson.loads(raw) if raw else None
+
+    async def request_bytes(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Params | None = None,
+        body: Body = None,
+        content_type: str = "",
+        accept: str = "application/json",
+        request_timeout: float | None = None,
+    ) -> bytes:
+        """The body a request answers with, as sent (YAML, a table, protobuf...)."""
         async with self._response(
             method,
             path,
@@ -336,8 +359,7 @@ class RestClient:
             accept=accept,
             request_timeout=request_timeout if request_timeout is not None else self.timeout,
         ) as response:
-            raw = await response.read()
-        return orjson.loads(raw) if raw else None
+            return await response.read()
 
     async def stream_lines(
         self, path: str, *, params: Params | None = None, request_timeout: float | None = None

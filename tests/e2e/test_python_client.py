@@ -248,3 +248,69 @@ def test_namespace_deletion_removes_its_contents(core: Any, apps: Any) -> None:
     assert not core.list_config_map_for_all_namespaces(
         field_selector=f"metadata.namespace={namespace}"
     ).items
+
+
+def test_the_dynamic_client(system: System) -> None:
+    """kubernetes.dynamic: discovery by apiVersion and kind, then every verb
+    (server-side apply with a conflict and force included), a CRD-free kind and
+    a subresource."""
+    from kubernetes.dynamic import DynamicClient
+    from kubernetes.dynamic.exceptions import ConflictError, NotFoundError
+
+    api_client = config.new_client_from_config(config_file=str(system.kubeconfig))
+    try:
+        dynamic = DynamicClient(api_client)
+        namespaces = dynamic.resources.get(api_version="v1", kind="Namespace")
+        ns = f"dyn-{uuid.uuid4().hex[:6]}"
+        namespaces.create(body={"metadata": {"name": ns}})
+        cms = dynamic.resources.get(api_version="v1", kind="ConfigMap")
+        body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "d"}}
+        created = cms.create(body={**body, "data": {"a": "1"}}, namespace=ns)
+        assert created.metadata.namespace == ns
+        patched = cms.patch(
+            name="d",
+            namespace=ns,
+            body={"data": {"b": "2"}},
+            content_type="application/merge-patch+json",
+        )
+        assert dict(patched.data) == {"a": "1", "b": "2"}
+        listed = cms.get(namespace=ns, label_selector="")
+        assert [item.metadata.name for item in listed.items] == ["d"]
+        applied = {**body, "data": {"a": "9"}}
+        with pytest.raises(ConflictError):
+            cms.server_side_apply(body=applied, name="d", namespace=ns, field_manager="robot")
+        forced = cms.server_side_apply(
+            body=applied, name="d", namespace=ns, field_manager="robot", force_conflicts=True
+        )
+        assert forced.data.a == "9"
+        deployments = dynamic.resources.get(api_version="apps/v1", kind="Deployment")
+        labels = {"app": "dyn"}
+        deployments.create(
+            namespace=ns,
+            body={
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": "web"},
+                "spec": {
+                    "replicas": 1,
+                    "selector": {"matchLabels": labels},
+                    "template": {
+                        "metadata": {"labels": labels},
+                        "spec": {"containers": [{"name": "web", "image": "nginx"}]},
+                    },
+                },
+            },
+        )
+        scale = deployments.subresources["scale"]
+        scale.patch(
+            name="web",
+            namespace=ns,
+            body={"spec": {"replicas": 3}},
+            content_type="application/merge-patch+json",
+        )
+        assert deployments.get(name="web", namespace=ns).spec.replicas == 3
+        cms.delete(name="d", namespace=ns)
+        with pytest.raises(NotFoundError):
+            cms.get(name="d", namespace=ns)
+    finally:
+        api_client.close()

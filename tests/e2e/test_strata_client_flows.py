@@ -1,0 +1,131 @@
+"""The kubectl flows of the gateway's end-to-end suite through strata's own
+REST client: tables and YAML by Accept, field selectors, server-side dry runs,
+the scale subresource, apply that creates, configures and leaves unchanged (an
+update that changes nothing keeps its resourceVersion), and waiting for a
+condition by watching."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import yaml
+
+from strata.client import DynamicClient, NotFound, Resource, RestClient, load_config
+from strata.dev import System
+
+CONFIGMAPS = Resource(version="v1", resource="configmaps")
+DEPLOYMENTS = Resource(group="apps", version="v1", resource="deployments")
+NAMESPACES = Resource(version="v1", resource="namespaces", namespaced=False)
+CRDS = Resource(
+    group="apiextensions.k8s.io",
+    version="v1",
+    resource="customresourcedefinitions",
+    namespaced=False,
+)
+TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
+
+
+@pytest.fixture(scope="module")
+async def rest(system: System) -> AsyncIterator[RestClient]:
+    async with RestClient(load_config(system.kubeconfig)) as client:
+        yield client
+
+
+async def test_the_kubectl_flows(rest: RestClient) -> None:
+    dynamic = DynamicClient(rest)
+    ns = f"flows-{uuid.uuid4().hex[:6]}"
+    await dynamic.resource(NAMESPACES).create({"metadata": {"name": ns}})
+    cms = dynamic.resource(CONFIGMAPS)
+    body: dict[str, Any] = {"metadata": {"name": "app", "labels": {"tier": "web"}}}
+
+    # apply: creates, configures, and leaves an unchanged object alone.
+    created = await cms.apply(
+        {**body, "apiVersion": "v1", "kind": "ConfigMap"}, ns, field_manager="flows"
+    )
+    again = await cms.apply(
+        {**body, "apiVersion": "v1", "kind": "ConfigMap"}, ns, field_manager="flows"
+    )
+    assert again["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    configured = await cms.apply(
+        {**body, "apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v"}},
+        ns,
+        field_manager="flows",
+    )
+    assert configured["data"] == {"k": "v"}
+    # An update that changes nothing writes nothing, as in kube.
+    same = await cms.update(configured, ns)
+    assert same["metadata"]["resourceVersion"] == configured["metadata"]["resourceVersion"]
+
+    # get as a table and as YAML, as kubectl asks for them.
+    table = await rest.request("GET", CONFIGMAPS.path(ns), accept=TABLE)
+    assert table["kind"] == "Table"
+    assert [c["name"] for c in table["columnDefinitions"]][:1] == ["Name"]
+    assert table["rows"][0]["cells"][0] == "app"
+    as_yaml = await rest.request_bytes("GET", CONFIGMAPS.path(ns, "app"), accept="application/yaml")
+    assert yaml.safe_load(as_yaml)["data"] == {"k": "v"}
+
+    # a field selector, and a dry run that stores nothing.
+    picked = await cms.list(ns, field_selector="metadata.name=app")
+    assert [i["metadata"]["name"] for i in picked["items"]] == ["app"]
+    await cms.create({"metadata": {"name": "dry"}}, ns, dry_run=True)
+    with pytest.raises(NotFound):
+        await cms.get("dry", ns)
+    await cms.delete("app", ns, dry_run=True)
+    assert (await cms.get("app", ns))["data"] == {"k": "v"}
+
+    # scale through the subresource.
+    deployments = dynamic.resource(DEPLOYMENTS)
+    labels = {"app": "web"}
+    await deployments.create(
+        {
+            "metadata": {"name": "web"},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {"containers": [{"name": "web", "image": "nginx"}]},
+                },
+            },
+        },
+        ns,
+    )
+    scale = await deployments.get("web", ns, subresource="scale")
+    assert (scale["kind"], scale["spec"]["replicas"]) == ("Scale", 1)
+    await deployments.patch("web", {"spec": {"replicas": 4}}, ns, subresource="scale")
+    assert (await deployments.get("web", ns))["spec"]["replicas"] == 4
+
+    # wait --for=condition=Established, by watching the CRD.
+    group = f"t{uuid.uuid4().hex[:8]}.example.com"
+    definition = {
+        "metadata": {"name": f"gizmos.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": "gizmos", "kind": "Gizmo"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": {"type": "object"}},
+                }
+            ],
+        },
+    }
+    crds = dynamic.resource(CRDS)
+    start = (await crds.list())["metadata"]["resourceVersion"]
+    await crds.create(definition)
+    established = False
+    async for event in crds.watch(resource_version=start, timeout_seconds=20):
+        conditions = (event.object.get("status") or {}).get("conditions") or []
+        if event.object["metadata"]["name"] == f"gizmos.{group}" and any(
+            c["type"] == "Established" and c["status"] == "True" for c in conditions
+        ):
+            established = True
+            break
+    assert established
+    await crds.delete(f"gizmos.{group}")
