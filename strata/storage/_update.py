@@ -20,16 +20,12 @@ async def guaranteed_update(
     ttl_seconds, if given), re-reading on Conflict.
 
     fn may raise to abort; max_attempts of 0 retries for as long as conflicts last.
-    An update that changes no byte is not written (as in kube): the object, and
-    its resourceVersion, stay as they are; only a TTL to refresh writes anyway.
     """
     attempt = 0
     current = await storage.get(key, GetOptions(resource_version=""))
     while True:
         attempt += 1
         value = await fn(current)
-        if value == current.value and not ttl_seconds:
-            return current
         try:
             return await storage.update(
                 key,
