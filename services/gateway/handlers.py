@@ -15,7 +15,7 @@ from aiohttp import web
 
 from services.gateway import apply, negotiation, patches, paths
 from services.gateway.catalog import APIResource, Catalog
-from services.gateway.output import OUTPUT
+from services.gateway.output import OUTPUT, partial_event
 from services.gateway.watches import RegistryWatches
 from strata.api import errors
 from strata.api.causes import not_supported, too_long
@@ -496,6 +496,9 @@ class ResourceHandlers:
         # The cacher sends its last bookmark shortly before this ends.
         options.timeout_seconds = int(timeout)
         watch = self._watches.open(registry_pb2.WatchRequest(resource=ref, options=options))
+        out = request.get(OUTPUT)
+        if out is not None and out.transform == negotiation.PARTIAL:
+            watch.transform = partial_event(out.version)
         try:
             await watch.wait_started()
             response = web.StreamResponse(status=200, headers={"Content-Type": JSON})

@@ -52,6 +52,20 @@ def partial_metadata(body: bytes, out: Output) -> bytes:
     return orjson.dumps(_partial(obj, out.version))
 
 
+def partial_event(version: str) -> Callable[[bytes], bytes]:
+    """A watch event line with its object as PartialObjectMetadata (an ERROR's
+    Status stays what it is), for a client that watches metadata only."""
+
+    def transform(line: bytes) -> bytes:
+        event: dict[str, Any] = orjson.loads(line)
+        obj = event.get("object") or {}
+        if obj.get("kind") != "Status":
+            event["object"] = _partial(obj, version)
+        return orjson.dumps(event) + b"\n"
+
+    return transform
+
+
 def _yaml(body: bytes) -> bytes:
     text: str = yaml.dump(
         orjson.loads(body), Dumper=_Dumper, default_flow_style=False, allow_unicode=True

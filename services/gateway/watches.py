@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import NamedTuple
 
 import grpc
@@ -60,6 +60,9 @@ class ClientWatch:
         self._backlog: deque[bytes] = deque()
         self._flusher: asyncio.Task[None] | None = None
         self.terminated = False
+        # What this client's lines become (a metadata-only watch's), if anything:
+        # the shared, framed line is then made again for this client alone.
+        self.transform: Callable[[bytes], bytes] | None = None
 
     async def wait_started(self) -> None:
         """Returns once the registry accepted the watch; raises its refusal."""
@@ -90,6 +93,9 @@ class ClientWatch:
         connection is not taking more."""
         if self.finished.done():
             return
+        if self.transform is not None:
+            line = self.transform(line)
+            framed = chunk(line)
         connection = self._connection
         if connection is None or self._backlog or connection.protocol.writing_paused:
             self._backlog.append(line)

@@ -175,6 +175,35 @@ async def test_watch_from_resource_version(http: aiohttp.ClientSession, namespac
     )
 
 
+async def test_a_metadata_watch_sends_partial_object_metadata(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    """client-go's metadata informers watch with as=PartialObjectMetadata: each
+    event's object is then the object's metadata, nothing else."""
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    rv = (await get_json(http, base))["metadata"]["resourceVersion"]
+    accept = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+    params = {"watch": "1", "resourceVersion": rv}
+    async with (
+        http.get(base, params=params, headers={"Accept": accept}) as metadata_only,
+        http.get(base, params=params) as whole,
+    ):
+        assert metadata_only.status == whole.status == 200
+        body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "meta"}}
+        created = await create(http, base, {**body, "data": {"secret-ish": "x"}})
+        (partial,) = await _read_events(metadata_only, 1)
+        (full,) = await _read_events(whole, 1)
+    assert partial["type"] == "ADDED"
+    assert set(partial["object"]) == {"kind", "apiVersion", "metadata"}
+    assert (partial["object"]["kind"], partial["object"]["apiVersion"]) == (
+        "PartialObjectMetadata",
+        "meta.k8s.io/v1",
+    )
+    assert partial["object"]["metadata"]["uid"] == created["metadata"]["uid"]
+    # The other watcher of the same events still gets whole objects.
+    assert full["object"]["data"] == {"secret-ish": "x"}
+
+
 async def test_watch_ends_after_timeout_seconds(
     http: aiohttp.ClientSession, namespace: str
 ) -> None:
