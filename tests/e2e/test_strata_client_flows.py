@@ -125,4 +125,13 @@ async def test_the_kubectl_flows(rest: RestClient) -> None:
             established = True
             break
     assert established
+    # Deleted, and waited for: its cleanup writes must not land in a later test.
     await crds.delete(f"gizmos.{group}")
+    for _ in range(200):
+        try:
+            await crds.get(f"gizmos.{group}")
+        except NotFound:
+            break
+        await asyncio.sleep(0.1)
+    else:
+        raise AssertionError("the CRD was not removed")
