@@ -10,11 +10,14 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
+import aiohttp
 import pytest
 import yaml
 
 from strata.client import DynamicClient, NotFound, Resource, RestClient, load_config
 from strata.dev import System
+from tests.integration.test_crds import crd, established, unique_group
+from tests.support.registry_tester import gone
 
 CONFIGMAPS = Resource(version="v1", resource="configmaps")
 DEPLOYMENTS = Resource(group="apps", version="v1", resource="deployments")
@@ -34,7 +37,7 @@ async def rest(system: System) -> AsyncIterator[RestClient]:
         yield client
 
 
-async def test_the_kubectl_flows(rest: RestClient) -> None:
+async def test_the_kubectl_flows(rest: RestClient, http: aiohttp.ClientSession) -> None:
     dynamic = DynamicClient(rest)
     ns = f"flows-{uuid.uuid4().hex[:6]}"
     await dynamic.resource(NAMESPACES).create({"metadata": {"name": ns}})
@@ -96,42 +99,17 @@ async def test_the_kubectl_flows(rest: RestClient) -> None:
     assert (await deployments.get("web", ns))["spec"]["replicas"] == 4
 
     # wait --for=condition=Established, by watching the CRD.
-    group = f"t{uuid.uuid4().hex[:8]}.example.com"
-    definition = {
-        "metadata": {"name": f"gizmos.{group}"},
-        "spec": {
-            "group": group,
-            "scope": "Namespaced",
-            "names": {"plural": "gizmos", "kind": "Gizmo"},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {"openAPIV3Schema": {"type": "object"}},
-                }
-            ],
-        },
-    }
+    group = unique_group()
+    definition = crd("gizmos", group, "Gizmo")
     crds = dynamic.resource(CRDS)
     start = (await crds.list())["metadata"]["resourceVersion"]
     await crds.create(definition)
-    established = False
+    seen_established = False
     async for event in crds.watch(resource_version=start, timeout_seconds=20):
-        conditions = (event.object.get("status") or {}).get("conditions") or []
-        if event.object["metadata"]["name"] == f"gizmos.{group}" and any(
-            c["type"] == "Established" and c["status"] == "True" for c in conditions
-        ):
-            established = True
+        if event.object["metadata"]["name"] == f"gizmos.{group}" and established(event.object):
+            seen_established = True
             break
-    assert established
+    assert seen_established
     # Deleted, and waited for: its cleanup writes must not land in a later test.
     await crds.delete(f"gizmos.{group}")
-    for _ in range(200):
-        try:
-            await crds.get(f"gizmos.{group}")
-        except NotFound:
-            break
-        await asyncio.sleep(0.1)
-    else:
-        raise AssertionError("the CRD was not removed")
+    await gone(http, CRDS.path(name=f"gizmos.{group}"))

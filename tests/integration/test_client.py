@@ -142,6 +142,19 @@ async def test_watch_yields_events_and_discovery_resolves_names(rest: RestClient
         await discovery.resolve("nothings")
 
 
+class CountingClient(ResourceClient):
+    """A ResourceClient that records the size of every page it lists."""
+
+    def __init__(self, rest: RestClient, resource: Resource) -> None:
+        super().__init__(rest, resource)
+        self.pages: list[int] = []
+
+    async def list(self, *args: Any, **kwargs: Any) -> Obj:
+        page = await super().list(*args, **kwargs)
+        self.pages.append(len(page["items"]))
+        return page
+
+
 class Recorder:
     """Everything a handler is told, in order."""
 
@@ -185,20 +198,13 @@ async def test_an_informer_syncs_thousands_in_pages_and_tells_every_handler_in_o
             await system_etcd.put(prefix + f"cm-{i:04d}".encode(), orjson.dumps(obj))
 
     await asyncio.gather(*(seed(i) for i in range(5000)))
+    counting = CountingClient(rest, CONFIGMAPS)
     informer = SharedIndexInformer(
-        DynamicClient(rest).resource(CONFIGMAPS),
+        counting,
         namespace=ns,
         indexers={"app": lambda o: [o["metadata"]["labels"]["app"]]},
     )
-    pages: list[int] = []
-    listing = informer.client.list
-
-    async def counted(*args: Any, **kwargs: Any) -> Obj:
-        page = await listing(*args, **kwargs)
-        pages.append(len(page["items"]))
-        return page
-
-    informer.client.list = counted  # type: ignore[method-assign]
+    pages = counting.pages
     first, second = Recorder(), Recorder()
     informer.add_event_handler(first.handler())
     informer.add_event_handler(second.handler())
@@ -333,19 +339,14 @@ async def test_watch_list_mode_syncs_without_a_list(rest: RestClient) -> None:
     cms = DynamicClient(rest).resource(CONFIGMAPS)
     for name in ("a", "b"):
         await cms.create(config_map(name), ns)
-    informer = SharedIndexInformer(cms, namespace=ns, use_watch_list=True)
-    listed: list[Any] = []
-
-    async def no_list(*args: Any, **kwargs: Any) -> Obj:
-        listed.append(args)
-        raise AssertionError("a watch-list informer lists only when the server cannot")
-
-    informer.client.list = no_list  # type: ignore[method-assign]
+    counting = CountingClient(rest, CONFIGMAPS)
+    informer = SharedIndexInformer(counting, namespace=ns, use_watch_list=True)
     informer.start()
     try:
         assert await informer.wait_for_cache_sync(30)
         assert sorted(informer.indexer.list_keys()) == [f"{ns}/a", f"{ns}/b"]
-        assert listed == [] and informer.reflector.lists == 1
+        # A watch-list informer lists only when the server cannot do without.
+        assert counting.pages == [] and informer.reflector.lists == 1
         await cms.create(config_map("c"), ns)
         await eventually(lambda: len(informer.indexer) == 3)
     finally:
