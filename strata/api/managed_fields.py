@@ -33,12 +33,6 @@ class Key:
     # What an item that leaves a key field out has there (its schema default).
     defaults: tuple[tuple[str, Any], ...] = field(default=(), compare=False)
 
-    def matches(self, item: Any) -> bool:
-        if not isinstance(item, dict):
-            return False
-        defaults = dict(self.defaults)
-        return all(item.get(name, defaults.get(name)) == value for name, value in self.fields)
-
     def v1(self) -> str:
         return "k:" + orjson.dumps(dict(self.fields), option=orjson.OPT_SORT_KEYS).decode()
 
@@ -229,11 +223,6 @@ def from_fields_v1(tree: Any, prefix: Path = ()) -> set[Path]:
     return found
 
 
-def overlap(a: Path, b: Path) -> bool:
-    shorter = min(len(a), len(b))
-    return a[:shorter] == b[:shorter]
-
-
 class Overlaps:
     """Which paths overlap (one a prefix of the other) any of a set of paths,
     each answered in the length of the path asked about, not the set's size."""
@@ -314,11 +303,6 @@ class Finder:
                 if obj is MISSING:
                     return MISSING
         return obj
-
-
-def get(obj: Any, path: Path) -> Any:
-    """The value at path in obj, or MISSING (one lookup: see Finder for many)."""
-    return Finder(obj).get(path)
 
 
 def changed(before: Finder, after: Finder, path: Path) -> bool:

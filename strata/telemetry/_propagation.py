@@ -1,6 +1,6 @@
 """Trace context carried by hand, for calls that travel inside a shared stream
-(strata.storage.v1.Storage/Pipeline) where gRPC instrumentation, which works
-per gRPC call, cannot see them. Only sampled context is sent: an unsampled
+(strata.storage.v1.Storage/Pipeline) where the per-call propagation of
+strata.telemetry's traced channels cannot see them. Only sampled context is sent: an unsampled
 call costs nothing here."""
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def server_span(tracer: trace.Tracer, name: str, parent: str) -> Iterator[None]:
 @contextmanager
 def outside_traces() -> Iterator[None]:
     """No current trace: for opening a stream many requests share, which belongs
-    to no single request's trace (gRPC instrumentation would put it in one)."""
+    to no single request's trace (a traced channel would put it in one)."""
     token = otel_context.attach(otel_context.Context())
     try:
         yield
