@@ -29,6 +29,10 @@ JSON = "application/json"
 MIN_REQUEST_TIMEOUT_SECONDS = 1800
 
 
+def _decoding(body: negotiation.Body) -> registry_pb2.Decoding:
+    return registry_pb2.Decoding(strict_errors=body.strict_errors, converted=body.converted)
+
+
 def json_response(body: bytes, status: int = 200) -> web.Response:
     return web.Response(body=body, status=status, content_type=JSON)
 
@@ -184,10 +188,11 @@ class ResourceHandlers:
             created = await self._registry.Create(
                 registry_pb2.CreateRequest(
                     resource=ref,
-                    body=body,
+                    body=body.json,
                     dry_run=dry_run,
                     field_validation=field_validation,
                     field_manager=manager,
+                    decoding=_decoding(body),
                 )
             )
             return object_response(created, 201)
@@ -237,6 +242,7 @@ class ResourceHandlers:
         dry_run: bool,
         field_validation: str,
         field_manager: str = "",
+        decoding: registry_pb2.Decoding | None = None,
     ) -> registry_pb2.ObjectResponse:
         """An update of the object (or subresource) info names to body."""
         answer: registry_pb2.ObjectResponse = await self._registry.Update(
@@ -248,6 +254,7 @@ class ResourceHandlers:
                 subresource=info.subresource,
                 field_validation=field_validation,
                 field_manager=field_manager,
+                decoding=decoding,
             )
         )
         return answer
@@ -265,10 +272,11 @@ class ResourceHandlers:
         updated = await self._write(
             ref,
             info,
-            body,
+            body.json,
             dry_run=dry_run,
             field_validation=field_validation,
             field_manager=manager,
+            decoding=_decoding(body),
         )
         return object_response(updated)
 
@@ -321,6 +329,11 @@ class ResourceHandlers:
                 field="force",
             )
             raise errors.invalid("PatchOptions", "", [cause], "meta.k8s.io")
+        decoding = registry_pb2.Decoding(converted=True, patch="")
+        if field_validation != "Ignore":
+            decoding.strict_errors.extend(patches.strict_errors(content_type, patch))
+        if field_validation == "Strict":
+            decoding.patch = patches.quoted(content_type, patch)
         while True:
             current = await self._registry.Get(
                 registry_pb2.GetRequest(resource=ref, name=info.name, subresource=info.subresource)
@@ -340,6 +353,7 @@ class ResourceHandlers:
                     dry_run=dry_run,
                     field_validation=field_validation,
                     field_manager=_field_manager(request, "PatchOptions"),
+                    decoding=decoding,
                 )
             except grpc.aio.AioRpcError as e:
                 status = status_from_rpc_error(e)
@@ -362,9 +376,13 @@ class ResourceHandlers:
         """Server-side apply: the configuration merged into the live object (or
         creating it) under manager's name, written back at the resourceVersion
         read, again after a concurrent write."""
-        applied = apply.check_applied(
-            orjson.loads(await negotiation.body_as_json(negotiation.YAML, patch)), info.name
-        )
+        configuration = await negotiation.body_as_json(negotiation.YAML, patch)
+        # kube's apply reads its configuration as YAML whatever it is.
+        strict_errors = [f"error converting YAML to JSON: {e}" for e in configuration.strict_errors]
+        if strict_errors and field_validation == "Strict":
+            raise errors.bad_request(f"error strict decoding YAML: {strict_errors[0]}")
+        decoding = registry_pb2.Decoding(strict_errors=strict_errors, converted=True)
+        applied = apply.check_applied(orjson.loads(configuration.json), info.name)
         api_version = f"{ref.group}/{ref.version}" if ref.group else ref.version
         while True:
             try:
@@ -394,11 +412,17 @@ class ResourceHandlers:
                             body=body,
                             dry_run=dry_run,
                             field_validation=field_validation,
+                            decoding=decoding,
                         )
                     )
                     return object_response(created, 201)
                 updated = await self._write(
-                    ref, info, body, dry_run=dry_run, field_validation=field_validation
+                    ref,
+                    info,
+                    body,
+                    dry_run=dry_run,
+                    field_validation=field_validation,
+                    decoding=decoding,
                 )
                 return object_response(updated)
             except grpc.aio.AioRpcError as e:
@@ -538,7 +562,7 @@ class ResourceHandlers:
             if raw.strip():
                 body = await negotiation.body_as_json(request.headers.get("Content-Type", ""), raw)
                 try:
-                    options = orjson.loads(body)
+                    options = orjson.loads(body.json)
                 except orjson.JSONDecodeError as e:
                     raise errors.bad_request(f"invalid DeleteOptions: {e}") from None
                 if not isinstance(options, dict):

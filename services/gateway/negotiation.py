@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import orjson
 import yaml
 
-from services.gateway import kubeproto
+from services.gateway import kubeproto, yaml_bodies
 from strata.api import errors
 
 JSON, YAML = "application/json", "application/yaml"
@@ -83,19 +83,30 @@ def aggregated_discovery(accept: str) -> str:
     return ""
 
 
-async def body_as_json(content_type: str, body: bytes) -> bytes:
-    """The request body as JSON bytes; YAML and Kubernetes protobuf are converted,
+@dataclass(frozen=True)
+class Body:
+    """A request body as JSON, and what reading the body as sent found: kube's
+    strict decoding errors for a YAML body's repeated keys (one error, a line
+    each), and whether the JSON is a conversion."""
+
+    json: bytes
+    strict_errors: tuple[str, ...] = ()
+    converted: bool = False
+
+
+async def body_as_json(content_type: str, body: bytes) -> Body:
+    """The request body as JSON; YAML and Kubernetes protobuf are converted,
     anything else is 415. No Content-Type at all means JSON, as in kube-apiserver."""
     media = content_type.split(";")[0].strip().lower()
     if media in ("application/json", ""):
-        return body
+        return Body(body)
     if media == kubeproto.MEDIA_TYPE:
-        return kubeproto.to_json(body)
+        return Body(kubeproto.to_json(body), converted=True)
     if media in ("application/yaml", "application/x-yaml", "text/yaml"):
         try:
-            loaded = await asyncio.to_thread(yaml.safe_load, body)
-            # Values JSON has no form for (binary, sets, lone surrogates) are as bad.
-            return orjson.dumps(loaded)
+            converted, repeated = await asyncio.to_thread(yaml_bodies.to_json, body)
         except (yaml.YAMLError, orjson.JSONEncodeError) as e:
             raise errors.bad_request(f"error converting YAML to JSON: {e}") from None
+        problems = ("\n  ".join((yaml_bodies.STRICT_ERRORS, *repeated)),) if repeated else ()
+        return Body(converted, problems, converted=True)
     raise errors.unsupported_media_type(content_type)

@@ -23,6 +23,7 @@ import orjson
 from strata.api import errors
 from strata.api.errors import StatusError
 from strata.api.schemas import OBJECT_META
+from strata.api.strict_decoding import duplicate_fields, json_patch_errors
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -220,3 +221,37 @@ def apply(content_type: str, original: bytes, patch: bytes, rules: MergeRules = 
     if not isinstance(patched, dict):
         raise _unprocessable("the patched object is not a JSON object")
     return orjson.dumps(patched)
+
+
+def strict_errors(content_type: str, patch: bytes) -> list[str]:
+    """kube's strict decoding errors of the patch itself: a merge patch's
+    duplicate fields, a JSON patch's operations' unknown and duplicate fields
+    (a JSON patch's values are taken as given)."""
+    if content_type == JSON_PATCH:
+        return json_patch_errors(patch)
+    return [f'duplicate field "{p}"' for p in duplicate_fields(patch)]
+
+
+def go_print(value: Any) -> str:
+    """A decoded JSON value as Go's %+v prints it (maps' keys sorted)."""
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{k}:{go_print(value[k])}" for k in sorted(value)) + "]"
+    if isinstance(value, list):
+        return "[" + " ".join(go_print(v) for v in value) + "]"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "<nil>"
+    return str(value)
+
+
+def quoted(content_type: str, patch: bytes) -> str:
+    """What kube's 422 for a patch's strict decoding errors quotes as the patch:
+    a strategic merge patch as Go prints its map, "" for the patched object
+    itself (what a JSON or merge patch has quoted)."""
+    if content_type == STRATEGIC_MERGE_PATCH:
+        try:
+            return go_print(orjson.loads(patch))
+        except orjson.JSONDecodeError:  # refused with its own error when applied
+            return ""
+    return ""

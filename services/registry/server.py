@@ -31,11 +31,23 @@ async def _answer(context: Context, call: Callable[[], Awaitable[T]]) -> T:
         raise
 
 
+def _decoding(message: registry_pb2.Decoding) -> warnings.Decoding:
+    return warnings.Decoding(
+        strict_errors=list(message.strict_errors),
+        converted=message.converted,
+        patch=message.patch if message.HasField("patch") else None,
+    )
+
+
 async def _object(
-    context: Context, call: Callable[[], Awaitable[bytes]], field_validation: str = ""
+    context: Context,
+    call: Callable[[], Awaitable[bytes]],
+    field_validation: str = "",
+    decoding: registry_pb2.Decoding | None = None,
 ) -> registry_pb2.ObjectResponse:
     """The object call answers, with the warnings it gave on the way."""
-    with warnings.collecting(field_validation) as given:
+    known = _decoding(decoding) if decoding is not None else None
+    with warnings.collecting(field_validation, known) as given:
         body = await _answer(context, call)
     return registry_pb2.ObjectResponse(object=body, warnings=given)
 
@@ -113,7 +125,7 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
                 field_manager=request.field_manager,
             )
 
-        return await _object(context, create, request.field_validation)
+        return await _object(context, create, request.field_validation, request.decoding)
 
     async def Get(
         self, request: registry_pb2.GetRequest, context: Context
@@ -184,7 +196,7 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
                 field_manager=request.field_manager,
             )
 
-        return await _object(context, update, request.field_validation)
+        return await _object(context, update, request.field_validation, request.decoding)
 
     async def Delete(
         self, request: registry_pb2.DeleteRequest, context: Context

@@ -22,7 +22,6 @@ import orjson
 
 from services.registry import schema, tables, typed, warnings
 from services.registry.deletion import DeleteOptions
-from services.registry.duplicate_fields import duplicate_fields
 from services.registry.resources import NAMESPACES, Resource
 from services.registry.strategy import (
     DecodableStrategy,
@@ -296,8 +295,7 @@ class Store:
         obj = decode_body(body, r)
         typed.decoded(obj, self._decoded_types)
         unknown = schema.prune(obj, r.schema) if r.schema is not None else []
-        duplicate = duplicate_fields(body) if warnings.validating() else []
-        warnings.undecoded_fields(r.kind, r.version, unknown, duplicate)
+        warnings.undecoded_fields(r.kind, r.version, body, unknown, typed=not r.custom)
         if r.normalize is not None:
             r.normalize(obj)
         return obj

@@ -10,14 +10,37 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
-from strata.api import errors
+import orjson
+
+from strata.api import errors, strict_decoding
+from strata.api.errors import Cause
 
 IGNORE, WARN, STRICT = "Ignore", "Warn", "Strict"
+# How a YAML decoder's strict errors begin; each line after is one problem.
+_YAML_PREFIXES = (
+    "yaml: unmarshal errors:\n",
+    "error converting YAML to JSON: yaml: unmarshal errors:\n",
+)
+
+
+@dataclass
+class Decoding:
+    """What the gateway knows of a request's body: the strict decoding errors
+    it found in the body as sent (a YAML body's repeated keys, a patch's
+    duplicate fields), whether the JSON the registry gets is its own making
+    (converted from YAML, or a patch's result: kube finds unknown fields in
+    key order there), and for a patch's result, what kube's 422 quotes as the
+    patch (None: not a patch; "": the patched object itself)."""
+
+    strict_errors: list[str] = field(default_factory=list)
+    converted: bool = False
+    patch: str | None = None
 
 
 @dataclass
 class _Request:
     field_validation: str
+    decoding: Decoding
     given: list[str] = field(default_factory=list)
 
 
@@ -31,41 +54,54 @@ def warn(message: str) -> None:
         request.given.append(message)
 
 
-def validating() -> bool:
-    """Whether the request's fieldValidation wants to hear of unknown and
-    duplicate fields at all (looking for them costs a second parse)."""
-    request = _current.get()
-    return request is None or request.field_validation != IGNORE
+def _warnings(problem: str) -> list[str]:
+    """A strict decoding error as kube warns of it: a YAML decoder's one per line."""
+    for prefix in _YAML_PREFIXES:
+        if problem.startswith(prefix):
+            return [line.strip() for line in problem[len(prefix) :].split("\n")]
+    return [problem]
 
 
-def _under(path: str, parent: str) -> bool:
-    return path == parent or path.startswith((f"{parent}.", f"{parent}["))
-
-
-def undecoded_fields(kind: str, version: str, unknown: list[str], duplicate: list[str]) -> None:
-    """Fields a body gave that its kind does not know (and that were dropped) or
-    gave twice (the last one kept), as the request's fieldValidation wants them:
-    nothing (Ignore), a warning each (Warn, kube's default), or kube's strict
-    decoding error, a 400 (Strict). As in kube's typed decoder, a field both
-    unknown and duplicated is reported as unknown only."""
-    duplicate = [d for d in duplicate if not any(_under(d, u) for u in unknown)]
-    problems = [f'unknown field "{p}"' for p in unknown]
-    problems += [f'duplicate field "{p}"' for p in duplicate]
-    if not problems:
-        return
+def undecoded_fields(
+    kind: str, version: str, body: bytes, unknown: list[str], *, typed: bool
+) -> None:
+    """What body gave that its kind does not know (dropped, at the paths in
+    unknown) or gave twice (the last one kept), after what the gateway found
+    in the body as sent, as the request's fieldValidation wants it: nothing
+    (Ignore), a warning each (Warn, kube's default), or kube's strict decoding
+    error (Strict): a 400, or for a patch a 422 on the field "patch"."""
     request = _current.get()
     directive = request.field_validation if request is not None else WARN
+    if directive == IGNORE:
+        return
+    decoding = request.decoding if request is not None else Decoding()
+    if decoding.converted:
+        own = [f'unknown field "{p}"' for p in sorted(unknown, key=strict_decoding.key_order)]
+    else:
+        own = strict_decoding.object_errors(body, unknown, typed=typed)
+    problems = decoding.strict_errors + own
+    if not problems:
+        return
     if directive == STRICT:
-        raise errors.undecodable(kind, version, f"strict decoding error: {', '.join(problems)}")
-    if directive == WARN:
-        for problem in problems:
-            warn(problem)
+        error = f"strict decoding error: {', '.join(problems)}"
+        if decoding.patch is None:
+            raise errors.undecodable(kind, version, error)
+        quoted = orjson.dumps(decoding.patch or body.decode(errors="replace")).decode()
+        cause = Cause(
+            reason="FieldValueInvalid", message=f"Invalid value: {quoted}: {error}", field="patch"
+        )
+        raise errors.invalid("", "", [cause])
+    for problem in problems:
+        for warning in _warnings(problem):
+            warn(warning)
 
 
 @contextmanager
-def collecting(field_validation: str = WARN) -> Iterator[list[str]]:
+def collecting(
+    field_validation: str = WARN, decoding: Decoding | None = None
+) -> Iterator[list[str]]:
     """The warnings given while the block runs ("" for fieldValidation is Warn)."""
-    request = _Request(field_validation or WARN)
+    request = _Request(field_validation or WARN, decoding or Decoding())
     token = _current.set(request)
     try:
         yield request.given

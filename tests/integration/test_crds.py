@@ -480,11 +480,13 @@ async def test_field_validation_decides_what_unknown_fields_earn(
         http,
         "PATCH",
         f"{path}/quiet?fieldValidation=Strict",
-        400,
+        422,  # a patch's: on the field "patch", quoting the patched object
         data=orjson.dumps({"spec": {"extra": "x"}, "unknownTop": 1}),
         headers={"Content-Type": "application/merge-patch+json"},
     )
-    assert patched["message"] == STRICT_ERROR
+    assert patched["details"]["causes"][0]["field"] == "patch"
+    assert patched["message"].startswith(' "" is invalid: patch: Invalid value: "{')
+    assert patched["message"].endswith(STRICT_ERROR.split(": ", 1)[1])
     stored = await system_etcd.range(f"{key}quiet".encode())
     assert orjson.loads(stored.kvs[0].value)["spec"] == {"color": "red", "replicas": 1}
 

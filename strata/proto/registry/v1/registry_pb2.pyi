@@ -298,6 +298,7 @@ class CreateRequest(_message.Message):
     DRY_RUN_FIELD_NUMBER: _builtins.int
     FIELD_VALIDATION_FIELD_NUMBER: _builtins.int
     FIELD_MANAGER_FIELD_NUMBER: _builtins.int
+    DECODING_FIELD_NUMBER: _builtins.int
     body: _builtins.bytes
     dry_run: _builtins.bool
     """dryRun=All: everything a write does, nothing stored; the answer is what
@@ -314,6 +315,8 @@ class CreateRequest(_message.Message):
     """
     @_builtins.property
     def resource(self) -> Global___ResourceRef: ...
+    @_builtins.property
+    def decoding(self) -> Global___Decoding: ...
     def __init__(
         self,
         *,
@@ -322,14 +325,56 @@ class CreateRequest(_message.Message):
         dry_run: _builtins.bool = ...,
         field_validation: _builtins.str = ...,
         field_manager: _builtins.str = ...,
+        decoding: Global___Decoding | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["resource", b"resource"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["decoding", b"decoding", "resource", b"resource"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "dry_run", b"dry_run", "field_manager", b"field_manager", "field_validation", b"field_validation", "resource", b"resource"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "decoding", b"decoding", "dry_run", b"dry_run", "field_manager", b"field_manager", "field_validation", b"field_validation", "resource", b"resource"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___CreateRequest: _TypeAlias = CreateRequest  # noqa: Y015
+
+@_typing.final
+class Decoding(_message.Message):
+    """What the gateway found while decoding a write's body."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STRICT_ERRORS_FIELD_NUMBER: _builtins.int
+    CONVERTED_FIELD_NUMBER: _builtins.int
+    PATCH_FIELD_NUMBER: _builtins.int
+    converted: _builtins.bool
+    """The JSON is the gateway's making (from YAML, or a patch's result): kube
+    meets its unknown fields in key order.
+    """
+    patch: _builtins.str
+    """Set for a patch's result: what kube's 422 for its strict decoding errors
+    quotes as the patch (empty: the patched object itself).
+    """
+    @_builtins.property
+    def strict_errors(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """kube's strict decoding errors of the body as the client sent it (a YAML
+        body's repeated keys, a patch's duplicate fields), reported as
+        field_validation asks, ahead of the registry's own.
+        """
+
+    def __init__(
+        self,
+        *,
+        strict_errors: _abc.Iterable[_builtins.str] | None = ...,
+        converted: _builtins.bool = ...,
+        patch: _builtins.str | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_patch", b"_patch", "patch", b"patch"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_patch", b"_patch", "converted", b"converted", "patch", b"patch", "strict_errors", b"strict_errors"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__patch: _TypeAlias = _typing.Literal["patch"]  # noqa: Y015
+    _WhichOneofArgType__patch: _TypeAlias = _typing.Literal["_patch", b"_patch"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__patch) -> _WhichOneofReturnType__patch | None: ...
+
+Global___Decoding: _TypeAlias = Decoding  # noqa: Y015
 
 @_typing.final
 class Rendering(_message.Message):
@@ -514,6 +559,7 @@ class UpdateRequest(_message.Message):
     SUBRESOURCE_FIELD_NUMBER: _builtins.int
     FIELD_VALIDATION_FIELD_NUMBER: _builtins.int
     FIELD_MANAGER_FIELD_NUMBER: _builtins.int
+    DECODING_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     body: _builtins.bytes
     dry_run: _builtins.bool
@@ -526,6 +572,8 @@ class UpdateRequest(_message.Message):
     field_manager: _builtins.str
     @_builtins.property
     def resource(self) -> Global___ResourceRef: ...
+    @_builtins.property
+    def decoding(self) -> Global___Decoding: ...
     def __init__(
         self,
         *,
@@ -536,10 +584,11 @@ class UpdateRequest(_message.Message):
         subresource: _builtins.str = ...,
         field_validation: _builtins.str = ...,
         field_manager: _builtins.str = ...,
+        decoding: Global___Decoding | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["resource", b"resource"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["decoding", b"decoding", "resource", b"resource"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "dry_run", b"dry_run", "field_manager", b"field_manager", "field_validation", b"field_validation", "name", b"name", "resource", b"resource", "subresource", b"subresource"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "decoding", b"decoding", "dry_run", b"dry_run", "field_manager", b"field_manager", "field_validation", b"field_validation", "name", b"name", "resource", b"resource", "subresource", b"subresource"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -1,0 +1,145 @@
+"""What kube's strict decoder says of a body besides its values, in its words
+and its order: fields a JSON object gives twice (`duplicate field
+"spec.paused"`), the fields its kind does not know (`unknown field
+"spec.unknown1"`, found by the caller's schema), and a JSON patch's operations
+with fields an operation does not have.
+
+A plain JSON parser keeps the last of a repeated key without a word, and
+orjson is one; a body whose fieldValidation cares is read a second time by the
+standard library's parser, whose object_pairs_hook sees every key as given.
+Both the gateway (patch bodies) and the registry (objects) ask."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+# The fields of a JSON patch operation (RFC 6902), as kube decodes them.
+_OPERATION_FIELDS = frozenset(("op", "path", "from", "value"))
+
+
+class _Twice(dict[str, Any]):
+    """A JSON object that gave some of its keys more than once: its pairs as given."""
+
+    __slots__ = ("pairs",)
+
+    def __init__(self, pairs: list[tuple[str, Any]]) -> None:
+        super().__init__(pairs)
+        self.pairs = pairs
+
+
+def _parsed(body: bytes) -> tuple[Any, bool] | None:
+    """body parsed with every repeated key kept, and whether any key repeats
+    (None when body is not JSON: its own error says so elsewhere)."""
+    twice = False
+
+    def pairs_to_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal twice
+        obj = dict(pairs)
+        if len(obj) == len(pairs):
+            return obj
+        twice = True
+        return _Twice(pairs)
+
+    try:
+        return json.loads(body, object_pairs_hook=pairs_to_object), twice
+    except (ValueError, RecursionError):
+        return None
+
+
+def _fields(value: Any, path: str, found: list[tuple[str, bool]]) -> None:
+    """Every field of value as the decoder meets it: (path, whether that key
+    was already given in its object), repeated keys' values walked each time."""
+    if isinstance(value, dict):
+        pairs = value.pairs if isinstance(value, _Twice) else value.items()
+        seen: set[str] = set()
+        for key, item in pairs:
+            at = f"{path}.{key}" if path else key
+            found.append((at, key in seen))
+            seen.add(key)
+            _fields(item, at, found)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _fields(item, f"{path}[{i}]", found)
+
+
+def _repeated(fields: list[tuple[str, bool]]) -> list[str]:
+    """The paths given twice, once each, where the second one comes."""
+    paths: list[str] = []
+    for path, again in fields:
+        if again and path not in paths:
+            paths.append(path)
+    return paths
+
+
+def duplicate_fields(body: bytes) -> list[str]:
+    """The paths of the fields body gives more than once, in document order."""
+    parsed = _parsed(body)
+    if parsed is None or not parsed[1]:  # most bodies: no walk at all
+        return []
+    found: list[tuple[str, bool]] = []
+    _fields(parsed[0], "", found)
+    return _repeated(found)
+
+
+def _under(path: str, parent: str) -> bool:
+    return path == parent or path.startswith((f"{parent}.", f"{parent}["))
+
+
+def key_order(path: str) -> str:
+    """A sort key putting field paths in the order a decoder meets them in JSON
+    whose keys are sorted (a parent before its children, "a" before "a2")."""
+    return path.translate({ord("."): "\x00", ord("["): "\x01"})
+
+
+def object_errors(body: bytes, unknown: list[str], *, typed: bool) -> list[str]:
+    """kube's strict decoding errors for an object's JSON body, given the paths
+    of the fields its schema does not know.
+
+    A built-in kind's decoder (typed) reports as it reads: unknown and
+    duplicate fields interleaved in document order, and a field both unknown
+    and duplicated (or inside an unknown one) as unknown only. A custom
+    resource's reports every duplicate first, then the unknown fields its
+    pruning found, in key order."""
+    parsed = _parsed(body)
+    if parsed is None or not parsed[1]:
+        listed = unknown if typed else sorted(unknown, key=key_order)
+        return [f'unknown field "{p}"' for p in listed]
+    found: list[tuple[str, bool]] = []
+    _fields(parsed[0], "", found)
+    if not typed:
+        problems = [f'duplicate field "{p}"' for p in _repeated(found)]
+        return problems + [f'unknown field "{p}"' for p in sorted(unknown, key=key_order)]
+    pending = dict.fromkeys(unknown)
+    reported: set[str] = set()
+    problems = []
+    for path, again in found:
+        if not again and path in pending:
+            del pending[path]
+            problems.append(f'unknown field "{path}"')
+        elif again and path not in reported and not any(_under(path, u) for u in unknown):
+            reported.add(path)
+            problems.append(f'duplicate field "{path}"')
+    return problems + [f'unknown field "{p}"' for p in pending]
+
+
+def json_patch_errors(body: bytes) -> list[str]:
+    """kube's strict decoding errors for a JSON patch's operations: fields an
+    operation does not have, and fields it gives twice ("[1].path")."""
+    parsed = _parsed(body)
+    if parsed is None or not isinstance(parsed[0], list):
+        return []
+    problems: list[str] = []
+    for i, operation in enumerate(parsed[0]):
+        if not isinstance(operation, dict):
+            continue
+        pairs = operation.pairs if isinstance(operation, _Twice) else operation.items()
+        seen: set[str] = set()
+        reported: set[str] = set()
+        for key, _ in pairs:
+            if key not in reported and (key not in _OPERATION_FIELDS or key in seen):
+                reported.add(key)
+                what = "unknown" if key not in _OPERATION_FIELDS else "duplicate"
+                problems.append(f'json patch {what} field "[{i}].{key}"')
+            seen.add(key)
+    return problems
