@@ -734,6 +734,8 @@ class Store:
                     warnings.warn(text)
             if self._hooks is not None and subresource not in ("status", "finalize"):
                 finishes.append(await self._hooks.begin_update(new, old, dry_run=dry_run))
+            if new == old:
+                return current.value  # the same bytes: guaranteed_update writes nothing
             return self._encoded(new)
 
         # One Finish per try of apply; only the last try's write can have landed.

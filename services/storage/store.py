@@ -182,12 +182,15 @@ class EtcdStorage:
         with metrics.transformation("to_storage", writer.prefix.decode().rstrip(":") or "identity"):
             return self._transformers.write(key, ekey, data)
 
-    def _opened(self, key: str, ekey: bytes, stored: bytes) -> bytes:
+    def _opened(self, key: str, ekey: bytes, stored: bytes) -> tuple[bytes, bool]:
+        """The plaintext of a stored value, and whether a provider that does not
+        write read it (stale: a rotated key's)."""
         if self._transformers is None:
-            return stored
+            return stored, False
         try:
             with metrics.transformation("from_storage", _prefix_label(stored)):
-                return self._transformers.read(key, ekey, stored).plaintext
+                decrypted = self._transformers.read(key, ekey, stored)
+                return decrypted.plaintext, decrypted.stale
         except UnreadableValue as e:
             raise CorruptObject(key, f"cannot read the stored value at {key}: {e}") from None
 
@@ -201,7 +204,10 @@ class EtcdStorage:
 
     def _decoded(self, ekey: bytes, stored: bytes, at: int) -> storage_pb2.Object:
         key = self._key(ekey)
-        return objects.from_etcd(key, self._opened(key, ekey, stored), at)
+        plaintext, stale = self._opened(key, ekey, stored)
+        obj = objects.from_etcd(key, plaintext, at)
+        obj.stale = stale
+        return obj
 
     def _remember(self, ekey: bytes, at: int, obj: storage_pb2.Object) -> storage_pb2.Object:
         envelopes = self._envelopes

@@ -20,12 +20,18 @@ async def guaranteed_update(
     ttl_seconds, if given), re-reading on Conflict.
 
     fn may raise to abort; max_attempts of 0 retries for as long as conflicts last.
+    An update that changes no byte is not written (as in kube): the object, and
+    its resourceVersion, stay as they are, unless a TTL is to be refreshed or
+    the value was read through a rotated encryption key (stale: written again,
+    it is encrypted with the current one).
     """
     attempt = 0
     current = await storage.get(key, GetOptions(resource_version=""))
     while True:
         attempt += 1
         value = await fn(current)
+        if value == current.value and not ttl_seconds and not current.stale:
+            return current
         try:
             return await storage.update(
                 key,

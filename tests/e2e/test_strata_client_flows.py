@@ -1,7 +1,8 @@
 """The kubectl flows of the gateway's end-to-end suite through strata's own
 REST client: tables and YAML by Accept, field selectors, server-side dry runs,
-the scale subresource, apply that creates, configures and leaves unchanged,
-and waiting for a condition by watching."""
+the scale subresource, apply that creates, configures and leaves unchanged (an
+update that changes nothing keeps its resourceVersion), and waiting for a
+condition by watching."""
 
 from __future__ import annotations
 
@@ -51,13 +52,16 @@ async def test_the_kubectl_flows(rest: RestClient, http: aiohttp.ClientSession) 
     await asyncio.sleep(1.1)  # a new entry would carry a later time (seconds)
     again = await cms.apply(config, ns, field_manager="flows")
     assert again["metadata"]["managedFields"] == created["metadata"]["managedFields"]
-    assert again["metadata"]["labels"] == created["metadata"]["labels"]
+    assert again["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
     configured = await cms.apply(
         {**body, "apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v"}},
         ns,
         field_manager="flows",
     )
     assert configured["data"] == {"k": "v"}
+    # An update that changes nothing writes nothing, as in kube.
+    same = await cms.update(configured, ns)
+    assert same["metadata"]["resourceVersion"] == configured["metadata"]["resourceVersion"]
 
     # get as a table and as YAML, as kubectl asks for them.
     table = await rest.request("GET", CONFIGMAPS.path(ns), accept=TABLE)

@@ -53,3 +53,33 @@ async def test_reencrypt_races_writers_without_losing_updates(etcd: Etcd) -> Non
         stored = (await etcd.range((prefix + key).encode())).kvs[0].value
         assert stored.startswith(NEW.prefix)
         assert orjson.loads((await after.get(key)).value)["data"] == {"n": "3"}
+
+
+async def test_an_unchanged_update_rewrites_only_what_a_rotated_key_reads(etcd: Etcd) -> None:
+    """kube's GuaranteedUpdate writes nothing for an update that changes no byte,
+    unless the value was read through a provider that does not write (stale):
+    then the write is what re-encrypts it (`kubectl replace` after a rotation)."""
+    prefix = f"/unchanged-{os.urandom(4).hex()}"
+    before = EtcdStorage(etcd, prefix, transformers=Transformers([Rule(EVERYTHING, (OLD,))]))
+    after = EtcdStorage(
+        etcd, prefix, transformers=Transformers([Rule(EVERYTHING, (NEW, OLD, Identity()))])
+    )
+    body = {"apiVersion": "v1", "kind": "Thing", "metadata": {"name": "t"}, "data": {"n": "0"}}
+    created = await before.create("/things/ns/t", orjson.dumps(body))
+    assert not created.stale
+
+    async def unchanged(current: storage_pb2.Object) -> bytes:
+        return current.value
+
+    read = await after.get("/things/ns/t")
+    assert read.stale and read.resource_version == created.resource_version
+    rewritten = await guaranteed_update(after, "/things/ns/t", unchanged)
+    assert rewritten.resource_version > created.resource_version and not rewritten.stale
+    stored = (await etcd.range(f"{prefix}/things/ns/t".encode())).kvs[0].value
+    assert stored.startswith(NEW.prefix)
+    # Now read through the key that writes: nothing to do.
+    kept = await guaranteed_update(after, "/things/ns/t", unchanged)
+    assert kept.resource_version == rewritten.resource_version
+    assert (await etcd.range(f"{prefix}/things/ns/t".encode())).kvs[0].mod_revision == (
+        rewritten.resource_version
+    )

@@ -648,6 +648,19 @@ async def guaranteed_update_that_raises_writes_nothing(suite: Suite) -> None:
 
 
 @case
+async def guaranteed_update_that_changes_nothing_writes_nothing(suite: Suite) -> None:
+    key = f"{suite.prefix()}ns/a"
+    created = await suite.storage.create(key, obj("a"))
+
+    async def unchanged(current: storage_pb2.Object) -> bytes:
+        return current.value
+
+    answered = await guaranteed_update(suite.storage, key, unchanged)
+    assert answered.resource_version == created.resource_version
+    assert (await suite.storage.get(key)).resource_version == created.resource_version
+
+
+@case
 async def guaranteed_update_of_a_missing_key_is_key_not_found(suite: Suite) -> None:
     async def unchanged(current: storage_pb2.Object) -> bytes:
         return current.value

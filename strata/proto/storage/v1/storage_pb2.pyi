@@ -373,6 +373,7 @@ class Object(_message.Message):
     NAME_FIELD_NUMBER: _builtins.int
     UID_FIELD_NUMBER: _builtins.int
     LABELS_FIELD_NUMBER: _builtins.int
+    STALE_FIELD_NUMBER: _builtins.int
     key: _builtins.str
     value: _builtins.bytes
     """The object's JSON, metadata.resourceVersion set on the way out."""
@@ -380,6 +381,10 @@ class Object(_message.Message):
     namespace: _builtins.str
     name: _builtins.str
     uid: _builtins.str
+    stale: _builtins.bool
+    """Read through an encryption provider other than the one that writes (a
+    rotated key): an update must write it even unchanged, to re-encrypt it.
+    """
     @_builtins.property
     def labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
     def __init__(
@@ -392,10 +397,11 @@ class Object(_message.Message):
         name: _builtins.str = ...,
         uid: _builtins.str = ...,
         labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        stale: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "labels", b"labels", "name", b"name", "namespace", b"namespace", "resource_version", b"resource_version", "uid", b"uid", "value", b"value"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "labels", b"labels", "name", b"name", "namespace", b"namespace", "resource_version", b"resource_version", "stale", b"stale", "uid", b"uid", "value", b"value"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
