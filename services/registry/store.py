@@ -268,6 +268,11 @@ class Store:
         self.resource = resource
         self._storage = storage
         self._strategy = resource.strategy
+        # What else the strategy does, found once: a runtime_checkable
+        # protocol's isinstance inspects the class on every call.
+        strategy = resource.strategy
+        self._warning = strategy if isinstance(strategy, WarningStrategy) else None
+        self._decodable = strategy if isinstance(strategy, DecodableStrategy) else None
         self._hooks = hooks
         # Every write (creates and updates alike) stores the object for this
         # long from then (kube's TTLFunc; events), 0 for ever.
@@ -304,8 +309,8 @@ class Store:
         """kube's decoder's 400 for a value of the wrong type: in its own words
         where the strategy names the Go types, else from the kind's schema."""
         r = self.resource
-        if isinstance(self._strategy, DecodableStrategy):
-            check_decodable(obj, r.kind, r.version, self._strategy.go_types)
+        if self._decodable is not None:
+            check_decodable(obj, r.kind, r.version, self._decodable.go_types)
         typed.check(obj, self._decoded_types, r.kind, r.version)
 
     def _encoded(self, obj: Obj) -> bytes:
@@ -453,8 +458,8 @@ class Store:
             causes = self._strategy.validate(obj)
             if causes:
                 raise errors.invalid(r.kind, metadata.get("name", ""), causes, r.group)
-            if isinstance(self._strategy, WarningStrategy):
-                for text in self._strategy.warnings_on_create(obj):
+            if self._warning is not None:
+                for text in self._warning.warnings_on_create(obj):
                     warnings.warn(text)
             if r.namespaced:
                 await self._require_namespace(namespace, metadata["name"])
@@ -729,8 +734,8 @@ class Store:
                 managed_fields.record_update(old, new, field_manager, r.api_version, self._shapes)
             if causes:
                 raise errors.invalid(r.kind, name, causes, r.group)
-            if not subresource and isinstance(self._strategy, WarningStrategy):
-                for text in self._strategy.warnings_on_update(new, old):
+            if not subresource and self._warning is not None:
+                for text in self._warning.warnings_on_update(new, old):
                     warnings.warn(text)
             if self._hooks is not None and subresource not in ("status", "finalize"):
                 finishes.append(await self._hooks.begin_update(new, old, dry_run=dry_run))

@@ -15,11 +15,11 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 
+from strata.api.meta import now_rfc3339
 from strata.api.schemas import OBJECT_META
 
 Obj = dict[str, Any]
@@ -349,16 +349,12 @@ def entries(live: Obj) -> list[Entry]:
     ]
 
 
-def now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def entry(manager: str, operation: str, api_version: str, fields: Iterable[Path]) -> Obj:
     return {
         "manager": manager,
         "operation": operation,
         "apiVersion": api_version,
-        "time": now(),
+        "time": now_rfc3339(),
         "fieldsType": "FieldsV1",
         "fieldsV1": to_fields_v1(fields),
     }

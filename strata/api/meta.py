@@ -3,11 +3,19 @@ human-readable ages kubectl shows in tables (apimachinery's HumanDuration)."""
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
+
+# The last second formatted, and its text: every write stamps a time or two.
+_formatted: tuple[int, str] = (0, "")
 
 
 def now_rfc3339() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    global _formatted
+    second = int(time.time())
+    if _formatted[0] != second:
+        _formatted = (second, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second)))
+    return _formatted[1]
 
 
 def parse_rfc3339(value: str) -> datetime:
