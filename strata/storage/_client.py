@@ -25,7 +25,7 @@ from strata.storage._interface import (
     Predicate,
     WatchOptions,
 )
-from strata.storage._pipeline import PipelineClient
+from strata.storage._pipeline import pipeline_client
 from strata.storage._wire import SERVICE_NAME, from_failure, restore
 
 T = TypeVar("T")
@@ -106,7 +106,7 @@ class WatchStreamCall:
 class GrpcStorage:
     def __init__(self, channel: grpc.aio.Channel, *, pipelined: bool = True) -> None:
         self._stub = storage_pb2_grpc.StorageStub(channel)
-        self._pipeline = PipelineClient(channel) if pipelined else None
+        self._pipeline = pipeline_client(channel) if pipelined else None
 
     async def close(self) -> None:
         if self._pipeline is not None:

@@ -9,16 +9,14 @@ results back in batches as they finish.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 import grpc
 
-from strata import telemetry
+from strata import pipeline, telemetry
 from strata.proto.storage.v1 import storage_pb2, storage_pb2_grpc
 from strata.storage import _wire_bytes as wire
-from strata.storage._batching import batches
 from strata.storage._errors import StorageError
 from strata.storage._interface import (
     GetOptions,
@@ -284,39 +282,9 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
         self, request_iterator: AsyncIterator[storage_pb2.Calls], context: Context
     ) -> AsyncIterator[bytes]:
         """Yields Results as wire bytes (see add_to_server for the serializer)."""
-        results: asyncio.Queue[bytes | None] = asyncio.Queue()
-        running: set[asyncio.Task[None]] = set()
-        reading = True
-
-        async def run(call: storage_pb2.Call) -> None:
-            results.put_nowait(await self._execute(call))
-
-        def finished(task: asyncio.Task[None]) -> None:
-            running.discard(task)
-            if not reading and not running:
-                results.put_nowait(None)
-
-        async def read() -> None:
-            nonlocal reading
-            try:
-                async for calls in request_iterator:
-                    for call in calls.calls:
-                        task = asyncio.create_task(run(call))
-                        running.add(task)
-                        task.add_done_callback(finished)
-            finally:
-                reading = False
-                if not running:
-                    results.put_nowait(None)
-
-        reader = asyncio.create_task(read())
-        try:
-            async for batch in batches(results, len):
-                yield wire.repeated(batch)
-        finally:
-            reader.cancel()
-            for task in list(running):
-                task.cancel()
+        calls = (message.calls async for message in request_iterator)
+        async for batch in pipeline.serve(calls, self._execute, len):
+            yield wire.repeated(batch)
 
 
 class _Capture:

@@ -20,9 +20,9 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Protocol
 
 from strata import telemetry
+from strata.pipeline import BATCH_BYTES
 from strata.proto.storage.v1 import storage_pb2
 from strata.storage import _wire_bytes as wire
-from strata.storage._batching import BATCH_BYTES
 from strata.storage._errors import StorageError
 from strata.storage._wire import failure
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+from strata.pipeline import BATCH_BYTES, batches
 from strata.proto.storage.v1 import storage_pb2
-from strata.storage import _batching
-from strata.storage._batching import batches
 
 
 def _call(size: int) -> storage_pb2.Call:
@@ -24,10 +23,10 @@ async def test_queued_calls_go_together_and_none_ends() -> None:
 
 async def test_batches_stop_at_the_size_cap_without_losing_a_call() -> None:
     queue: asyncio.Queue[storage_pb2.Call | None] = asyncio.Queue()
-    big = _batching.BATCH_BYTES // 3
+    big = BATCH_BYTES // 3
     for _ in range(5):
         queue.put_nowait(_call(big))
-    queue.put_nowait(_call(_batching.BATCH_BYTES * 2))  # larger than a batch: goes alone
+    queue.put_nowait(_call(BATCH_BYTES * 2))  # larger than a batch: goes alone
     queue.put_nowait(None)
     sizes = [len(b) async for b in batches(queue, storage_pb2.Call.ByteSize)]
     assert sizes == [2, 2, 1, 1] and sum(sizes) == 6

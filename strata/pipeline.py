@@ -1,0 +1,183 @@
+"""Many unary calls on one gRPC stream each way: a client's calls written in
+batches as they queue up, each answered as it finishes and matched to its
+caller by id. In Python gRPC a unary call costs hundreds of microseconds a
+side (measured at 16 callers: ~300 µs client and ~650 µs server per call,
+against ~40 and ~90 µs pipelined), more than most calls' work; a message on an
+open stream costs tens. The storage and registry APIs both have a Pipeline
+method, served by `serve` and called through `PipelineClient`.
+
+A stream that breaks fails every call still waiting on it (a write among them
+may or may not have been applied, exactly as with a unary call whose
+connection broke); the next call opens a new stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from typing import Any, Generic, Protocol, TypeVar
+
+import grpc
+
+from strata import telemetry
+
+# Messages gathered into one batch, at most (one larger message goes alone).
+BATCH_BYTES = 4 * 1024 * 1024
+
+
+class Identified(Protocol):
+    """A pipelined call or result: a protobuf message with a numeric id."""
+
+    id: int
+
+
+M = TypeVar("M")
+C = TypeVar("C", bound=Identified)
+R = TypeVar("R", bound=Identified)
+Answer = TypeVar("Answer")
+
+
+async def batches(
+    queue: asyncio.Queue[M | None], size_of: Callable[[M], int]
+) -> AsyncIterator[list[M]]:
+    """Lists of whatever is queued, waiting only for the first of each; ends at None."""
+    held: M | None = None
+    while (first := held or await queue.get()) is not None:
+        held = None
+        batch, size = [first], size_of(first)
+        while not queue.empty() and size < BATCH_BYTES:
+            item = queue.get_nowait()
+            if item is None:
+                yield batch
+                return
+            item_size = size_of(item)
+            if size + item_size > BATCH_BYTES:
+                held = item  # goes first in the next batch
+                break
+            batch.append(item)
+            size += item_size
+        yield batch
+
+
+async def serve(
+    calls: AsyncIterator[Iterable[M]],
+    execute: Callable[[M], Awaitable[Answer]],
+    size_of: Callable[[Answer], int],
+) -> AsyncIterator[list[Answer]]:
+    """The server side: every call of every batch run concurrently, and their
+    answers (execute must answer every call, failures included) in batches as
+    they finish. The stream's end waits for the calls still running."""
+    results: asyncio.Queue[Answer | None] = asyncio.Queue()
+    running: set[asyncio.Task[None]] = set()
+    reading = True
+
+    async def run(call: M) -> None:
+        results.put_nowait(await execute(call))
+
+    def finished(task: asyncio.Task[None]) -> None:
+        running.discard(task)
+        if not reading and not running:
+            results.put_nowait(None)
+
+    async def read() -> None:
+        nonlocal reading
+        try:
+            async for batch in calls:
+                for call in batch:
+                    task = asyncio.create_task(run(call))
+                    running.add(task)
+                    task.add_done_callback(finished)
+        finally:
+            reading = False
+            if not running:
+                results.put_nowait(None)
+
+    reader = asyncio.create_task(read())
+    try:
+        async for batch in batches(results, size_of):
+            yield batch
+    finally:
+        reader.cancel()
+        for task in list(running):
+            task.cancel()
+
+
+class _Stream(Generic[C, R]):
+    def __init__(self, client: PipelineClient[C, R]) -> None:
+        self.client = client
+        self.pending: dict[int, asyncio.Future[R]] = {}
+        self.outgoing: asyncio.Queue[C | None] = asyncio.Queue()
+        self.alive = True
+        with telemetry.outside_traces():  # the stream belongs to no one request
+            self.call = client.method(self._requests())
+        self.reader = asyncio.create_task(self._read(), name="pipeline reader")
+
+    async def _requests(self) -> AsyncIterator[Any]:
+        async for batch in batches(self.outgoing, self.client.size_of):
+            yield self.client.wrap(batch)
+
+    async def _read(self) -> None:
+        error = self.client.failed(None)
+        try:
+            async for response in self.call:
+                for result in self.client.unwrap(response):
+                    future = self.pending.pop(result.id, None)
+                    if future is not None and not future.done():
+                        future.set_result(result)
+        except grpc.aio.AioRpcError as e:
+            error = self.client.failed(e)
+        except asyncio.CancelledError:
+            pass
+        finally:
+            self.alive = False
+            for future in self.pending.values():
+                if not future.done():
+                    future.set_exception(error)
+            self.pending.clear()
+
+    def close(self) -> None:
+        self.alive = False
+        self.outgoing.put_nowait(None)
+        self.call.cancel()
+
+
+class PipelineClient(Generic[C, R]):
+    """The client side of one Pipeline method: method is the stub's
+    stream-stream callable, wrap makes a request message of a batch of calls,
+    unwrap lists a response message's results, and failed is the error the
+    calls waiting on a broken stream get (given the stream's gRPC error, or
+    None when it just ended)."""
+
+    def __init__(
+        self,
+        method: Callable[[AsyncIterator[Any]], Any],
+        *,
+        wrap: Callable[[list[C]], Any],
+        unwrap: Callable[[Any], Iterable[R]],
+        size_of: Callable[[C], int],
+        failed: Callable[[grpc.aio.AioRpcError | None], Exception],
+    ) -> None:
+        self.method, self.wrap, self.unwrap = method, wrap, unwrap
+        self.size_of, self.failed = size_of, failed
+        self._ids = itertools.count(1)
+        self._stream: _Stream[C, R] | None = None
+
+    async def call(self, call: C) -> R:
+        stream = self._stream
+        if stream is None or not stream.alive:
+            stream = self._stream = _Stream(self)
+        call.id = next(self._ids)
+        future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
+        stream.pending[call.id] = future
+        stream.outgoing.put_nowait(call)
+        try:
+            return await future
+        finally:
+            stream.pending.pop(call.id, None)
+
+    async def close(self) -> None:
+        if self._stream is not None:
+            self._stream.close()
+            await asyncio.gather(self._stream.reader, return_exceptions=True)
+            self._stream = None
