@@ -17,10 +17,10 @@ from services.gateway import authn, health, negotiation, output, requests, traci
 from services.gateway.catalog import Catalog
 from services.gateway.handlers import ResourceHandlers, json_response, status_response
 from services.gateway.openapi import OpenAPIv3
+from services.gateway.registry_client import RegistryClient
 from strata import telemetry
 from strata.api import errors
 from strata.api.errors import StatusError
-from strata.proto.registry.v1 import registry_pb2_grpc
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 # kube's limit on request bodies.
@@ -60,9 +60,9 @@ def build_app(
     max_mutating_requests_in_flight: int = requests.MAX_MUTATING_IN_FLIGHT,
     request_timeout_seconds: float = requests.REQUEST_TIMEOUT_SECONDS,
 ) -> web.Application:
-    registry = registry_pb2_grpc.RegistryStub(registry_channel)
+    registry = RegistryClient(registry_channel)
     health_stub = health_pb2_grpc.HealthStub(registry_channel)
-    catalog = Catalog(registry)
+    catalog = Catalog(registry.stub)
     resources = ResourceHandlers(registry, catalog)
     metrics = requests.RequestMetrics()
     in_flight = requests.InFlight(
@@ -125,7 +125,11 @@ def build_app(
     async def close_watches(_: web.Application) -> None:
         await resources.close_watches()
 
+    async def close_pipeline(_: web.Application) -> None:
+        await registry.close()
+
     app.on_shutdown.append(close_watches)
+    app.on_cleanup.append(close_pipeline)
     for endpoint in ("healthz", "livez"):
         health.add_routes(app.router, endpoint, [health.NamedCheck("ping", health.ping)])
     health.add_routes(app.router, "readyz", health.readyz_checks(health_stub))

@@ -16,13 +16,14 @@ from aiohttp import web
 from services.gateway import apply, negotiation, patches, paths
 from services.gateway.catalog import APIResource, Catalog
 from services.gateway.output import OUTPUT, partial_event
+from services.gateway.registry_client import RegistryClient
 from services.gateway.watches import RegistryWatches
 from strata.api import errors
 from strata.api.causes import not_supported, too_long
 from strata.api.errors import Cause, StatusError
 from strata.api.managed_fields import ListShapes
 from strata.api.wire import status_from_rpc_error
-from strata.proto.registry.v1 import registry_pb2, registry_pb2_grpc
+from strata.proto.registry.v1 import registry_pb2
 
 JSON = "application/json"
 # kube's default --min-request-timeout: watches end after 30-60 minutes.
@@ -119,10 +120,10 @@ def _field_manager(request: web.Request, options_kind: str) -> str:
 
 
 class ResourceHandlers:
-    def __init__(self, registry: registry_pb2_grpc.RegistryAsyncStub, catalog: Catalog) -> None:
+    def __init__(self, registry: RegistryClient, catalog: Catalog) -> None:
         self._registry = registry
         self._catalog = catalog
-        self._watches = RegistryWatches(registry)
+        self._watches = RegistryWatches(registry.stub)
         self._closing = False
 
     async def close_watches(self) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import grpc
 import orjson
@@ -13,13 +13,16 @@ from services.registry.deletion import DeleteOptions
 from services.registry.served import ServedStores
 from services.registry.store import Page, Paging, Rendering, Selection, Store
 from services.registry.watches import Opened, Route, serve_watches
+from strata import pipeline, telemetry
 from strata.api.errors import StatusError
-from strata.api.wire import abort_with_status
+from strata.api.wire import REGISTRY_SERVICE_NAME, abort_with_status, failure
 from strata.proto.registry.v1 import registry_pb2, registry_pb2_grpc
 from strata.storage import GrpcStorage, Preconditions
 
 Context = grpc.aio.ServicerContext[object, object]
 T = TypeVar("T")
+_tracer = telemetry.tracer("strata.registry.server")
+_log = telemetry.get_logger("strata.registry.server")
 
 
 async def _answer(context: Context, call: Callable[[], Awaitable[T]]) -> T:
@@ -40,7 +43,6 @@ def _decoding(message: registry_pb2.Decoding) -> warnings.Decoding:
 
 
 async def _object(
-    context: Context,
     call: Callable[[], Awaitable[bytes]],
     field_validation: str = "",
     decoding: registry_pb2.Decoding | None = None,
@@ -48,7 +50,7 @@ async def _object(
     """The object call answers, with the warnings it gave on the way."""
     known = _decoding(decoding) if decoding is not None else None
     with warnings.collecting(field_validation, known) as given:
-        body = await _answer(context, call)
+        body = await call()
     return registry_pb2.ObjectResponse(object=body, warnings=given)
 
 
@@ -96,6 +98,15 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
     def __init__(self, served: ServedStores, storage: GrpcStorage) -> None:
         self._storage = storage
         self._served = served
+        # Pipelined call kind -> (method name, the call, Result field).
+        self._operations: dict[str, tuple[str, Callable[[Any], Awaitable[Any]], str]] = {
+            "create": ("Create", self._create, "object"),
+            "get": ("Get", self._get, "object"),
+            "list": ("List", self._list, "list"),
+            "update": ("Update", self._update, "object"),
+            "delete": ("Delete", self._delete, "object"),
+            "delete_collection": ("DeleteCollection", self._delete_collection, "list"),
+        }
 
     async def _store(self, ref: registry_pb2.ResourceRef) -> Store:
         return await self._served.lookup(ref.group, ref.version, ref.resource)
@@ -111,9 +122,9 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
     ) -> registry_pb2.APIResource:
         return _api_resource(await _answer(context, lambda: self._store(request)))
 
-    async def Create(
-        self, request: registry_pb2.CreateRequest, context: Context
-    ) -> registry_pb2.ObjectResponse:
+    # --- the calls, each run by its unary RPC and by the Pipeline ----------------
+
+    async def _create(self, request: registry_pb2.CreateRequest) -> registry_pb2.ObjectResponse:
         ref = request.resource
 
         async def create() -> bytes:
@@ -125,11 +136,9 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
                 field_manager=request.field_manager,
             )
 
-        return await _object(context, create, request.field_validation, request.decoding)
+        return await _object(create, request.field_validation, request.decoding)
 
-    async def Get(
-        self, request: registry_pb2.GetRequest, context: Context
-    ) -> registry_pb2.ObjectResponse:
+    async def _get(self, request: registry_pb2.GetRequest) -> registry_pb2.ObjectResponse:
         ref = request.resource
 
         async def get() -> bytes:
@@ -142,21 +151,19 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
                 request.subresource,
             )
 
-        return await _object(context, get)
+        return await _object(get)
 
-    async def List(
-        self, request: registry_pb2.ListRequest, context: Context
-    ) -> registry_pb2.ListResponse:
+    async def _list(self, request: registry_pb2.ListRequest) -> registry_pb2.ListResponse:
         options = request.options
 
         async def list_() -> Page:
             store, selection, paging = await self._listing(request.resource, options)
             return await store.list(selection, paging, _rendering(options.rendering))
 
-        return _list_response(await _answer(context, list_))
+        return _list_response(await list_())
 
-    async def DeleteCollection(
-        self, request: registry_pb2.DeleteCollectionRequest, context: Context
+    async def _delete_collection(
+        self, request: registry_pb2.DeleteCollectionRequest
     ) -> registry_pb2.ListResponse:
         async def delete() -> Page:
             store, selection, paging = await self._listing(request.resource, request.options)
@@ -164,7 +171,7 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
                 selection, paging, dry_run=request.dry_run, options=_delete_options(request)
             )
 
-        return _list_response(await _answer(context, delete))
+        return _list_response(await delete())
 
     async def _listing(
         self, ref: registry_pb2.ResourceRef, options: registry_pb2.ListOptions
@@ -180,9 +187,7 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
         )
         return store, selection, paging
 
-    async def Update(
-        self, request: registry_pb2.UpdateRequest, context: Context
-    ) -> registry_pb2.ObjectResponse:
+    async def _update(self, request: registry_pb2.UpdateRequest) -> registry_pb2.ObjectResponse:
         ref = request.resource
 
         async def update() -> bytes:
@@ -196,11 +201,9 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
                 field_manager=request.field_manager,
             )
 
-        return await _object(context, update, request.field_validation, request.decoding)
+        return await _object(update, request.field_validation, request.decoding)
 
-    async def Delete(
-        self, request: registry_pb2.DeleteRequest, context: Context
-    ) -> registry_pb2.ObjectResponse:
+    async def _delete(self, request: registry_pb2.DeleteRequest) -> registry_pb2.ObjectResponse:
         preconditions = None
         if request.precondition_uid or request.precondition_resource_version:
             preconditions = Preconditions(
@@ -219,7 +222,76 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
                 options=_delete_options(request),
             )
 
-        return await _object(context, delete)
+        return await _object(delete)
+
+    # --- unary RPCs ----------------------------------------------------------------
+
+    async def Create(
+        self, request: registry_pb2.CreateRequest, context: Context
+    ) -> registry_pb2.ObjectResponse:
+        return await _answer(context, lambda: self._create(request))
+
+    async def Get(
+        self, request: registry_pb2.GetRequest, context: Context
+    ) -> registry_pb2.ObjectResponse:
+        return await _answer(context, lambda: self._get(request))
+
+    async def List(
+        self, request: registry_pb2.ListRequest, context: Context
+    ) -> registry_pb2.ListResponse:
+        return await _answer(context, lambda: self._list(request))
+
+    async def DeleteCollection(
+        self, request: registry_pb2.DeleteCollectionRequest, context: Context
+    ) -> registry_pb2.ListResponse:
+        return await _answer(context, lambda: self._delete_collection(request))
+
+    async def Update(
+        self, request: registry_pb2.UpdateRequest, context: Context
+    ) -> registry_pb2.ObjectResponse:
+        return await _answer(context, lambda: self._update(request))
+
+    async def Delete(
+        self, request: registry_pb2.DeleteRequest, context: Context
+    ) -> registry_pb2.ObjectResponse:
+        return await _answer(context, lambda: self._delete(request))
+
+    # --- the pipeline --------------------------------------------------------------
+
+    async def Pipeline(
+        self, request_iterator: AsyncIterator[registry_pb2.Calls], context: Context
+    ) -> AsyncIterator[registry_pb2.Results]:
+        calls = (message.calls async for message in request_iterator)
+        async for batch in pipeline.serve(calls, self._execute, registry_pb2.Result.ByteSize):
+            yield registry_pb2.Results(results=batch)
+
+    async def _execute(self, call: registry_pb2.Call) -> registry_pb2.Result:
+        """One pipelined call's Result; a failure as its unary RPC would have ended."""
+        kind = call.WhichOneof("request")
+        if kind is None:
+            empty = registry_pb2.Failure(
+                code=grpc.StatusCode.INVALID_ARGUMENT.value[0], details="empty call"
+            )
+            return registry_pb2.Result(id=call.id, failure=empty)
+        method, operation, field = self._operations[kind]
+        try:
+            if call.traceparent:
+                name = f"{REGISTRY_SERVICE_NAME}/{method}"
+                with telemetry.server_span(_tracer, name, call.traceparent):
+                    answer = await operation(getattr(call, kind))
+            else:  # most calls: no span, and no context manager to find that out
+                answer = await operation(getattr(call, kind))
+        except StatusError as e:
+            return registry_pb2.Result(id=call.id, failure=failure(e))
+        except Exception as e:  # a bug must still answer, or the caller waits forever
+            _log.exception("pipelined call failed", method=method)
+            unexpected = registry_pb2.Failure(
+                code=grpc.StatusCode.UNKNOWN.value[0], details=f"{type(e).__name__}: {e}"
+            )
+            return registry_pb2.Result(id=call.id, failure=unexpected)
+        result = registry_pb2.Result(id=call.id)
+        getattr(result, field).CopyFrom(answer)
+        return result
 
     async def _watch_target(self, request: registry_pb2.WatchRequest) -> Opened:
         """Where a watch goes; raises the Status that refuses it."""

@@ -27,11 +27,15 @@ _GRPC_CODES = {
 }
 
 
+def _grpc_code(error: StatusError) -> grpc.StatusCode:
+    return _GRPC_CODES.get(error.code, grpc.StatusCode.UNKNOWN)
+
+
 async def abort_with_status(
     context: grpc.aio.ServicerContext[object, object], error: StatusError
 ) -> None:
     context.set_trailing_metadata(((STATUS_METADATA_KEY, error.to_json()),))
-    await context.abort(_GRPC_CODES.get(error.code, grpc.StatusCode.UNKNOWN), error.message)
+    await context.abort(_grpc_code(error), error.message)
 
 
 def status_from_rpc_error(error: grpc.aio.AioRpcError) -> StatusError:
@@ -42,3 +46,24 @@ def status_from_rpc_error(error: grpc.aio.AioRpcError) -> StatusError:
     if error.code() == grpc.StatusCode.UNAVAILABLE:
         return service_unavailable(f"registry unavailable: {error.details()}")
     return internal(f"registry call failed: {error.code().name}: {error.details()}")
+
+
+def failure(error: StatusError) -> registry_pb2.Failure:
+    """A pipelined call's failure: what abort_with_status would have sent."""
+    code = _grpc_code(error).value[0]
+    return registry_pb2.Failure(code=code, details=error.message, status=error.to_json())
+
+
+_BY_NUMBER = {code.value[0]: code for code in grpc.StatusCode}
+
+
+def rpc_error(failed: registry_pb2.Failure) -> grpc.aio.AioRpcError:
+    """A pipelined call's failure as the error its unary RPC would have raised,
+    so callers (and status_from_rpc_error) take both alike."""
+    trailing = ((STATUS_METADATA_KEY, failed.status),) if failed.status else ()
+    return grpc.aio.AioRpcError(
+        _BY_NUMBER.get(failed.code, grpc.StatusCode.UNKNOWN),
+        grpc.aio.Metadata(),
+        grpc.aio.Metadata(*trailing),
+        failed.details,
+    )

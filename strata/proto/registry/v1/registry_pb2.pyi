@@ -23,6 +23,158 @@ else:
 DESCRIPTOR: _descriptor.FileDescriptor
 
 @_typing.final
+class Calls(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CALLS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def calls(self) -> _containers.RepeatedCompositeFieldContainer[Global___Call]: ...
+    def __init__(
+        self,
+        *,
+        calls: _abc.Iterable[Global___Call] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["calls", b"calls"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Calls: _TypeAlias = Calls  # noqa: Y015
+
+@_typing.final
+class Call(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    TRACEPARENT_FIELD_NUMBER: _builtins.int
+    CREATE_FIELD_NUMBER: _builtins.int
+    GET_FIELD_NUMBER: _builtins.int
+    LIST_FIELD_NUMBER: _builtins.int
+    UPDATE_FIELD_NUMBER: _builtins.int
+    DELETE_FIELD_NUMBER: _builtins.int
+    DELETE_COLLECTION_FIELD_NUMBER: _builtins.int
+    id: _builtins.int
+    """The caller's, echoed by the call's Result."""
+    traceparent: _builtins.str
+    """W3C trace context of a sampled caller ("" otherwise)."""
+    @_builtins.property
+    def create(self) -> Global___CreateRequest: ...
+    @_builtins.property
+    def get(self) -> Global___GetRequest: ...
+    @_builtins.property
+    def list(self) -> Global___ListRequest: ...
+    @_builtins.property
+    def update(self) -> Global___UpdateRequest: ...
+    @_builtins.property
+    def delete(self) -> Global___DeleteRequest: ...
+    @_builtins.property
+    def delete_collection(self) -> Global___DeleteCollectionRequest: ...
+    def __init__(
+        self,
+        *,
+        id: _builtins.int = ...,
+        traceparent: _builtins.str = ...,
+        create: Global___CreateRequest | None = ...,
+        get: Global___GetRequest | None = ...,
+        list: Global___ListRequest | None = ...,
+        update: Global___UpdateRequest | None = ...,
+        delete: Global___DeleteRequest | None = ...,
+        delete_collection: Global___DeleteCollectionRequest | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["create", b"create", "delete", b"delete", "delete_collection", b"delete_collection", "get", b"get", "list", b"list", "request", b"request", "update", b"update"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["create", b"create", "delete", b"delete", "delete_collection", b"delete_collection", "get", b"get", "id", b"id", "list", b"list", "request", b"request", "traceparent", b"traceparent", "update", b"update"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_request: _TypeAlias = _typing.Literal["create", "get", "list", "update", "delete", "delete_collection"]  # noqa: Y015
+    _WhichOneofArgType_request: _TypeAlias = _typing.Literal["request", b"request"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_request) -> _WhichOneofReturnType_request | None: ...
+
+Global___Call: _TypeAlias = Call  # noqa: Y015
+
+@_typing.final
+class Results(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESULTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def results(self) -> _containers.RepeatedCompositeFieldContainer[Global___Result]: ...
+    def __init__(
+        self,
+        *,
+        results: _abc.Iterable[Global___Result] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["results", b"results"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Results: _TypeAlias = Results  # noqa: Y015
+
+@_typing.final
+class Result(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    OBJECT_FIELD_NUMBER: _builtins.int
+    LIST_FIELD_NUMBER: _builtins.int
+    FAILURE_FIELD_NUMBER: _builtins.int
+    id: _builtins.int
+    @_builtins.property
+    def object(self) -> Global___ObjectResponse: ...
+    @_builtins.property
+    def list(self) -> Global___ListResponse: ...
+    @_builtins.property
+    def failure(self) -> Global___Failure: ...
+    def __init__(
+        self,
+        *,
+        id: _builtins.int = ...,
+        object: Global___ObjectResponse | None = ...,
+        list: Global___ListResponse | None = ...,
+        failure: Global___Failure | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["failure", b"failure", "list", b"list", "object", b"object", "response", b"response"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["failure", b"failure", "id", b"id", "list", b"list", "object", b"object", "response", b"response"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_response: _TypeAlias = _typing.Literal["object", "list", "failure"]  # noqa: Y015
+    _WhichOneofArgType_response: _TypeAlias = _typing.Literal["response", b"response"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_response) -> _WhichOneofReturnType_response | None: ...
+
+Global___Result: _TypeAlias = Result  # noqa: Y015
+
+@_typing.final
+class Failure(_message.Message):
+    """A failed call, as its unary RPC would have ended."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CODE_FIELD_NUMBER: _builtins.int
+    DETAILS_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    code: _builtins.int
+    """The gRPC status code."""
+    details: _builtins.str
+    status: _builtins.bytes
+    """The Kubernetes Status (JSON) the unary RPC sends in its trailing metadata."""
+    def __init__(
+        self,
+        *,
+        code: _builtins.int = ...,
+        details: _builtins.str = ...,
+        status: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "details", b"details", "status", b"status"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Failure: _TypeAlias = Failure  # noqa: Y015
+
+@_typing.final
 class WatchStreamRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

@@ -79,6 +79,11 @@ class RegistryStub:
                 request_serializer=strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.WatchStreamRequest.SerializeToString,
                 response_deserializer=strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.WatchFrames.FromString,
                 _registered_method=True)
+        self.Pipeline = channel.stream_stream(
+                '/strata.registry.v1.Registry/Pipeline',
+                request_serializer=strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.Calls.SerializeToString,
+                response_deserializer=strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.Results.FromString,
+                _registered_method=True)
 
 
 class RegistryServicer:
@@ -147,6 +152,15 @@ class RegistryServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Pipeline(self, request_iterator, context):
+        """Create, Get, List, Update, Delete and DeleteCollection calls, many on one
+        stream, each answered as it finishes (a unary gRPC call costs Python more
+        than most of these do; see strata.pipeline).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RegistryServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -194,6 +208,11 @@ def add_RegistryServicer_to_server(servicer, server):
                     servicer.WatchStream,
                     request_deserializer=strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.WatchStreamRequest.FromString,
                     response_serializer=strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.WatchFrames.SerializeToString,
+            ),
+            'Pipeline': grpc.stream_stream_rpc_method_handler(
+                    servicer.Pipeline,
+                    request_deserializer=strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.Calls.FromString,
+                    response_serializer=strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.Results.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -439,6 +458,33 @@ class Registry:
             '/strata.registry.v1.Registry/WatchStream',
             strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.WatchStreamRequest.SerializeToString,
             strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.WatchFrames.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Pipeline(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/strata.registry.v1.Registry/Pipeline',
+            strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.Calls.SerializeToString,
+            strata_dot_proto_dot_registry_dot_v1_dot_registry__pb2.Results.FromString,
             options,
             channel_credentials,
             insecure,

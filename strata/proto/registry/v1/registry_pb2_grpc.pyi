@@ -56,6 +56,11 @@ class RegistryStub:
     opened under ids the gateway picks and cancelled by id; each event goes
     once with the ids of every watch that gets it, and frames are batched.
     """
+    Pipeline: _grpc.StreamStreamMultiCallable[_registry_pb2.Calls, _registry_pb2.Results]
+    """Create, Get, List, Update, Delete and DeleteCollection calls, many on one
+    stream, each answered as it finishes (a unary gRPC call costs Python more
+    than most of these do; see strata.pipeline).
+    """
 
 @_typing.type_check_only
 class RegistryAsyncStub(RegistryStub):
@@ -80,6 +85,11 @@ class RegistryAsyncStub(RegistryStub):
     """Watches, many on one stream (the gateway's, for all its clients). Watches are
     opened under ids the gateway picks and cancelled by id; each event goes
     once with the ids of every watch that gets it, and frames are batched.
+    """
+    Pipeline: _aio.StreamStreamMultiCallable[_registry_pb2.Calls, _registry_pb2.Results]  # type: ignore[assignment]
+    """Create, Get, List, Update, Delete and DeleteCollection calls, many on one
+    stream, each answered as it finishes (a unary gRPC call costs Python more
+    than most of these do; see strata.pipeline).
     """
 
 class RegistryServicer(metaclass=_abc_1.ABCMeta):
@@ -156,6 +166,17 @@ class RegistryServicer(metaclass=_abc_1.ABCMeta):
         """Watches, many on one stream (the gateway's, for all its clients). Watches are
         opened under ids the gateway picks and cancelled by id; each event goes
         once with the ids of every watch that gets it, and frames are batched.
+        """
+
+    @_abc_1.abstractmethod
+    def Pipeline(
+        self,
+        request_iterator: _MaybeAsyncIterator[_registry_pb2.Calls],
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_registry_pb2.Results], _abc.AsyncIterator[_registry_pb2.Results]]:
+        """Create, Get, List, Update, Delete and DeleteCollection calls, many on one
+        stream, each answered as it finishes (a unary gRPC call costs Python more
+        than most of these do; see strata.pipeline).
         """
 
 def add_RegistryServicer_to_server(servicer: RegistryServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
