@@ -15,7 +15,8 @@ from strata.proto.registry.v1 import registry_pb2, registry_pb2_grpc
 _tracer = telemetry.tracer("strata.gateway.registry")
 
 
-def _failed(error: grpc.aio.AioRpcError | None) -> Exception:
+def pipeline_error(error: grpc.aio.AioRpcError | None) -> grpc.aio.AioRpcError:
+    """What the calls waiting on a broken (error) or closed (None) stream get."""
     if error is not None:
         return error
     closed = registry_pb2.Failure(
@@ -32,7 +33,7 @@ class RegistryClient:
             wrap=lambda batch: registry_pb2.Calls(calls=batch),
             unwrap=lambda response: response.results,
             size_of=registry_pb2.Call.ByteSize,
-            failed=_failed,
+            failed=pipeline_error,
         )
 
     async def close(self) -> None:
