@@ -14,6 +14,7 @@ from services.cacher.cache import (
     WatchCache,
 )
 from services.cacher.decision import Op, Plan, plan
+from services.cacher.revisions import CurrentRevisions
 from services.cacher.window import LOWER_BOUND, UPPER_BOUND
 from strata.proto.storage.v1 import storage_pb2
 from strata.storage import (
@@ -58,6 +59,7 @@ class CachedStorage:
         self._progress_interval = progress_interval
         self._caches: dict[str, WatchCache] = {}
         self._readiness_changed = asyncio.Event()
+        self._revisions = CurrentRevisions(upstream.current_revision)
 
     def cache(self, key: str) -> WatchCache:
         """The cache of key's resource, started on first use."""
@@ -120,7 +122,7 @@ class CachedStorage:
         return await self._upstream.delete(key, preconditions=preconditions)
 
     async def current_revision(self) -> int:
-        return await self._upstream.current_revision()
+        return await self._revisions.current()
 
     async def count(self, prefix: str) -> int:
         return await self._upstream.count(prefix)
@@ -143,7 +145,7 @@ class CachedStorage:
             await cache.wait_for_revision(wanted)
             return True
         try:
-            await cache.wait_for_revision(await self._upstream.current_revision())
+            await cache.wait_for_revision(await self._revisions.current())
         except TooLargeResourceVersion:
             return False  # the cache lags: storage answers this consistent read
         return True
