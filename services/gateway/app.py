@@ -17,10 +17,10 @@ from services.gateway import authn, health, negotiation, output, requests, traci
 from services.gateway.catalog import Catalog
 from services.gateway.handlers import ResourceHandlers, json_response, status_response
 from services.gateway.openapi import OpenAPIv3
-from services.gateway.registry_client import RegistryClient
 from strata import telemetry
 from strata.api import errors
 from strata.api.errors import StatusError
+from strata.registry_client import RegistryClient
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 # kube's limit on request bodies.

@@ -16,7 +16,6 @@ from aiohttp import web
 from services.gateway import apply, negotiation, patches, paths
 from services.gateway.catalog import APIResource, Catalog
 from services.gateway.output import OUTPUT, partial_event
-from services.gateway.registry_client import RegistryClient
 from services.gateway.watches import RegistryWatches
 from strata.api import errors
 from strata.api.causes import not_supported, too_long
@@ -24,6 +23,7 @@ from strata.api.errors import Cause, StatusError
 from strata.api.managed_fields import ListShapes
 from strata.api.wire import status_from_rpc_error
 from strata.proto.registry.v1 import registry_pb2
+from strata.registry_client import RegistryClient
 
 JSON = "application/json"
 # kube's default --min-request-timeout: watches end after 30-60 minutes.

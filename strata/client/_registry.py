@@ -2,7 +2,8 @@
 watch, create, update and delete as the REST ResourceClient offers them, with
 the same shapes (objects and List pages as dicts, events as WatchEvents,
 refusals as typed ApiErrors), so informers run on it unchanged, one hop closer
-to the objects. (Patches are the gateway's: the Registry API has none.)"""
+to the objects; calls share the channel's Pipeline stream. (Patches are the
+gateway's: the Registry API has none.)"""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ import orjson
 from strata.api.wire import status_from_rpc_error
 from strata.client._dynamic import Resource, WatchEvent, namespace_of
 from strata.client._errors import ApiError, api_error
-from strata.proto.registry.v1 import registry_pb2, registry_pb2_grpc
+from strata.proto.registry.v1 import registry_pb2
+from strata.registry_client import registry_client
 
 Obj = dict[str, Any]
 
@@ -30,7 +32,8 @@ class RegistryResourceClient:
     """One resource through the Registry API (see the module docstring)."""
 
     def __init__(self, channel: grpc.aio.Channel, resource: Resource) -> None:
-        self.stub = registry_pb2_grpc.RegistryStub(channel)
+        self.registry = registry_client(channel)
+        self.stub = self.registry.stub
         self.resource = resource
 
     def _ref(self, namespace: str | None) -> registry_pb2.ResourceRef:
@@ -42,7 +45,7 @@ class RegistryResourceClient:
 
     async def get(self, name: str, namespace: str | None = None) -> Obj:
         request = registry_pb2.GetRequest(resource=self._ref(namespace), name=name)
-        return await self._object(self.stub.Get(request))
+        return await self._object(self.registry.Get(request))
 
     async def _object(self, call: Any) -> Obj:
         try:
@@ -59,7 +62,7 @@ class RegistryResourceClient:
         request = registry_pb2.CreateRequest(
             resource=self._ref(ns), body=orjson.dumps(body), field_manager=field_manager
         )
-        return await self._object(self.stub.Create(request))
+        return await self._object(self.registry.Create(request))
 
     async def update(
         self,
@@ -78,7 +81,7 @@ class RegistryResourceClient:
             subresource=subresource,
             field_manager=field_manager,
         )
-        return await self._object(self.stub.Update(request))
+        return await self._object(self.registry.Update(request))
 
     async def delete(
         self,
@@ -98,7 +101,7 @@ class RegistryResourceClient:
         )
         if propagation_policy is not None:
             request.propagation_policy = propagation_policy
-        return await self._object(self.stub.Delete(request))
+        return await self._object(self.registry.Delete(request))
 
     async def list(
         self,
@@ -123,7 +126,7 @@ class RegistryResourceClient:
         setattr(options, "continue", continue_)
         ref = self._ref(None if all_namespaces else namespace)
         try:
-            page = await self.stub.List(registry_pb2.ListRequest(resource=ref, options=options))
+            page = await self.registry.List(registry_pb2.ListRequest(resource=ref, options=options))
         except grpc.aio.AioRpcError as e:
             raise _api_error(e) from None
         metadata: Obj = {"resourceVersion": str(page.resource_version)}

@@ -12,11 +12,11 @@ import grpc
 import orjson
 import pytest
 
-from services.gateway.registry_client import RegistryClient, pipeline_error
 from strata import service
 from strata.api.wire import status_from_rpc_error
 from strata.dev import System
 from strata.proto.registry.v1 import registry_pb2
+from strata.registry_client import RegistryClient, pipeline_error
 
 CONFIGMAPS = registry_pb2.ResourceRef(version="v1", resource="configmaps")
 NAMESPACES = registry_pb2.ResourceRef(version="v1", resource="namespaces")

@@ -1,9 +1,13 @@
-"""The registry as the gateway calls it: creates, gets, lists, updates and
-deletes over the Registry Pipeline stream (see strata.pipeline), each failure
-raised as the error its unary RPC would have raised, so callers and
-status_from_rpc_error take them alike; discovery and watches through the stub."""
+"""The Registry API as strata's services call it (the gateway, and the
+registry's own controllers through strata.client): creates, gets, lists,
+updates and deletes over the Registry Pipeline stream (see strata.pipeline),
+each failure raised as the error its unary RPC would have raised, so callers
+and status_from_rpc_error take them alike; discovery and watches through the
+stub. One client, so one stream, per channel (registry_client)."""
 
 from __future__ import annotations
+
+import weakref
 
 import grpc
 
@@ -12,7 +16,7 @@ from strata.api.wire import REGISTRY_SERVICE_NAME, rpc_error
 from strata.pipeline import PipelineClient
 from strata.proto.registry.v1 import registry_pb2, registry_pb2_grpc
 
-_tracer = telemetry.tracer("strata.gateway.registry")
+_tracer = telemetry.tracer("strata.registry_client")
 
 
 def pipeline_error(error: grpc.aio.AioRpcError | None) -> grpc.aio.AioRpcError:
@@ -71,3 +75,14 @@ class RegistryClient:
     ) -> registry_pb2.ListResponse:
         call = registry_pb2.Call(delete_collection=request)
         return (await self._call("DeleteCollection", call)).list
+
+
+_clients: weakref.WeakKeyDictionary[grpc.aio.Channel, RegistryClient] = weakref.WeakKeyDictionary()
+
+
+def registry_client(channel: grpc.aio.Channel) -> RegistryClient:
+    """The channel's RegistryClient: its calls share one Pipeline stream."""
+    client = _clients.get(channel)
+    if client is None:
+        client = _clients[channel] = RegistryClient(channel)
+    return client
