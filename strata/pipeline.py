@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any, Generic, Protocol, TypeVar
 
 import grpc
+from opentelemetry import trace
 
 from strata import telemetry
 
@@ -27,13 +28,20 @@ BATCH_BYTES = 4 * 1024 * 1024
 
 
 class Identified(Protocol):
-    """A pipelined call or result: a protobuf message with a numeric id."""
+    """A pipelined result: a protobuf message with a numeric id."""
 
     id: int
 
 
+class TracedCall(Identified, Protocol):
+    """A pipelined call: an id, and the caller's trace context when it is sampled."""
+
+    traceparent: str
+
+
 M = TypeVar("M")
-C = TypeVar("C", bound=Identified)
+T = TypeVar("T")
+C = TypeVar("C", bound=TracedCall)
 R = TypeVar("R", bound=Identified)
 Answer = TypeVar("Answer")
 
@@ -103,6 +111,15 @@ async def serve(
             task.cancel()
 
 
+async def continued(tracer: trace.Tracer, name: str, traceparent: str, work: Awaitable[T]) -> T:
+    """A pipelined call's work, inside a SERVER span continuing the caller's
+    trace when it brought one (most calls: directly, no context manager)."""
+    if not traceparent:
+        return await work
+    with telemetry.server_span(tracer, name, traceparent):
+        return await work
+
+
 class _Stream(Generic[C, R]):
     def __init__(self, client: PipelineClient[C, R]) -> None:
         self.client = client
@@ -145,9 +162,9 @@ class _Stream(Generic[C, R]):
 class PipelineClient(Generic[C, R]):
     """The client side of one Pipeline method: method is the stub's
     stream-stream callable, wrap makes a request message of a batch of calls,
-    unwrap lists a response message's results, and failed is the error the
-    calls waiting on a broken stream get (given the stream's gRPC error, or
-    None when it just ended)."""
+    unwrap lists a response message's results, failed is the error the calls
+    waiting on a broken stream get (given the stream's gRPC error, or None when
+    it just ended), and tracer opens the CLIENT spans of sampled calls."""
 
     def __init__(
         self,
@@ -157,13 +174,24 @@ class PipelineClient(Generic[C, R]):
         unwrap: Callable[[Any], Iterable[R]],
         size_of: Callable[[C], int],
         failed: Callable[[grpc.aio.AioRpcError | None], Exception],
+        tracer: trace.Tracer,
     ) -> None:
         self.method, self.wrap, self.unwrap = method, wrap, unwrap
         self.size_of, self.failed = size_of, failed
+        self._tracer = tracer
         self._ids = itertools.count(1)
         self._stream: _Stream[C, R] | None = None
 
-    async def call(self, call: C) -> R:
+    async def call(self, call: C, name: str) -> R:
+        """call's result; a sampled caller's call goes under a CLIENT span named
+        name and carries its trace context."""
+        if not telemetry.sampled():  # most calls: no span, and no context manager
+            return await self._send(call)
+        with telemetry.client_span(self._tracer, name) as parent:
+            call.traceparent = parent
+            return await self._send(call)
+
+    async def _send(self, call: C) -> R:
         stream = self._stream
         if stream is None or not stream.alive:
             stream = self._stream = _Stream(self)

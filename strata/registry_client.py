@@ -16,8 +16,6 @@ from strata.api.wire import REGISTRY_SERVICE_NAME, rpc_error
 from strata.pipeline import PipelineClient
 from strata.proto.registry.v1 import registry_pb2, registry_pb2_grpc
 
-_tracer = telemetry.tracer("strata.registry_client")
-
 
 def pipeline_error(error: grpc.aio.AioRpcError | None) -> grpc.aio.AioRpcError:
     """What the calls waiting on a broken (error) or closed (None) stream get."""
@@ -38,19 +36,14 @@ class RegistryClient:
             unwrap=lambda response: response.results,
             size_of=registry_pb2.Call.ByteSize,
             failed=pipeline_error,
+            tracer=telemetry.tracer("strata.registry_client"),
         )
 
     async def close(self) -> None:
         await self._pipeline.close()
 
     async def _call(self, method: str, call: registry_pb2.Call) -> registry_pb2.Result:
-        if telemetry.sampled():
-            name = f"{REGISTRY_SERVICE_NAME}/{method}"
-            with telemetry.client_span(_tracer, name) as parent:
-                call.traceparent = parent
-                result = await self._pipeline.call(call)
-        else:  # most calls: no span, and no context manager to find that out
-            result = await self._pipeline.call(call)
+        result = await self._pipeline.call(call, f"{REGISTRY_SERVICE_NAME}/{method}")
         if result.WhichOneof("response") == "failure":
             raise rpc_error(result.failure)
         return result

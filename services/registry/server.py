@@ -275,12 +275,9 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
             return registry_pb2.Result(id=call.id, failure=empty)
         method, operation, field = self._operations[kind]
         try:
-            if call.traceparent:
-                name = f"{REGISTRY_SERVICE_NAME}/{method}"
-                with telemetry.server_span(_tracer, name, call.traceparent):
-                    answer = await operation(getattr(call, kind))
-            else:  # most calls: no span, and no context manager to find that out
-                answer = await operation(getattr(call, kind))
+            name = f"{REGISTRY_SERVICE_NAME}/{method}"
+            work = operation(getattr(call, kind))
+            answer = await pipeline.continued(_tracer, name, call.traceparent, work)
         except StatusError as e:
             return registry_pb2.Result(id=call.id, failure=failure(e))
         except Exception as e:  # a bug must still answer, or the caller waits forever

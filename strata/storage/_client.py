@@ -29,7 +29,6 @@ from strata.storage._pipeline import pipeline_client
 from strata.storage._wire import SERVICE_NAME, from_failure, restore
 
 T = TypeVar("T")
-_tracer = telemetry.tracer("strata.storage.client")
 
 
 async def _call(response: Awaitable[T]) -> T:
@@ -118,12 +117,7 @@ class GrpcStorage:
             return await _call(getattr(self._stub, method)(request))
         call = storage_pb2.Call()
         getattr(call, field).CopyFrom(request)
-        if telemetry.sampled():
-            with telemetry.client_span(_tracer, f"{SERVICE_NAME}/{method}") as parent:
-                call.traceparent = parent
-                result = await self._pipeline.call(call)
-        else:  # most calls: no span, and no context manager per call to find that out
-            result = await self._pipeline.call(call)
+        result = await self._pipeline.call(call, f"{SERVICE_NAME}/{method}")
         if result.WhichOneof("response") == "failure":
             raise from_failure(result.failure)
         return getattr(result, answer)

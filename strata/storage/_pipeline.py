@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import grpc
 
+from strata import telemetry
 from strata.pipeline import PipelineClient
 from strata.proto.storage.v1 import storage_pb2, storage_pb2_grpc
 from strata.storage._errors import Unavailable
@@ -27,4 +28,5 @@ def pipeline_client(
         unwrap=lambda response: response.results,
         size_of=storage_pb2.Call.ByteSize,
         failed=_failed,
+        tracer=telemetry.tracer("strata.storage.client"),
     )

@@ -258,11 +258,8 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
         if kind is None:
             empty = storage_pb2.Failure(error="InvalidRequest", message="empty call")
             return wire.result(call.id, "failure", empty.SerializeToString())
-        if not call.traceparent:  # most calls: no span to open (a context manager per call)
-            return await self._result(call, kind)
-        method = self._operations[kind][0]
-        with telemetry.server_span(_tracer, f"{SERVICE_NAME}/{method}", call.traceparent):
-            return await self._result(call, kind)
+        name = f"{SERVICE_NAME}/{self._operations[kind][0]}"
+        return await pipeline.continued(_tracer, name, call.traceparent, self._result(call, kind))
 
     async def _result(self, call: storage_pb2.Call, kind: str) -> bytes:
         method, operation, field = self._operations[kind]
