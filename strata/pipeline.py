@@ -14,8 +14,9 @@ connection broke); the next call opens a new stream.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from typing import Any, Generic, Protocol, TypeVar
 
 import grpc
@@ -25,6 +26,8 @@ from strata import telemetry
 
 # Messages gathered into one batch, at most (one larger message goes alone).
 BATCH_BYTES = 4 * 1024 * 1024
+# What a call outside a sampled trace is made in: nothing, reused.
+_UNTRACED = contextlib.nullcontext()
 
 
 class Identified(Protocol):
@@ -185,13 +188,24 @@ class PipelineClient(Generic[C, R]):
     async def call(self, call: C, name: str) -> R:
         """call's result; a sampled caller's call goes under a CLIENT span named
         name and carries its trace context."""
-        if not telemetry.sampled():  # most calls: no span, and no context manager
-            return await self._send(call)
+        # Most calls: no span, and a do-nothing context manager rather than a
+        # coroutine more.
+        with self._traced(call, name) if telemetry.sampled() else _UNTRACED:
+            stream, future = self._send(call)
+            try:
+                return await future
+            finally:
+                stream.pending.pop(call.id, None)
+
+    @contextlib.contextmanager
+    def _traced(self, call: C, name: str) -> Iterator[None]:
         with telemetry.client_span(self._tracer, name) as parent:
             call.traceparent = parent
-            return await self._send(call)
+            yield
 
-    async def _send(self, call: C) -> R:
+    def _send(self, call: C) -> tuple[_Stream[C, R], asyncio.Future[R]]:
+        """call queued on the open stream (opened if need be), and the future of
+        its result, which the caller forgets from the stream once it has it."""
         stream = self._stream
         if stream is None or not stream.alive:
             stream = self._stream = _Stream(self)
@@ -199,10 +213,7 @@ class PipelineClient(Generic[C, R]):
         future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
         stream.pending[call.id] = future
         stream.outgoing.put_nowait(call)
-        try:
-            return await future
-        finally:
-            stream.pending.pop(call.id, None)
+        return stream, future
 
     async def close(self) -> None:
         if self._stream is not None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -14,6 +16,8 @@ from opentelemetry import trace
 from strata.proto.etcd.etcdserverpb import rpc_pb2, rpc_pb2_grpc
 
 _tracer = trace.get_tracer("strata.etcd")
+# What an etcd call outside a sampled trace runs in: nothing, reused.
+_NO_SPAN = contextlib.nullcontext()
 T = TypeVar("T")
 
 
@@ -110,43 +114,39 @@ class Etcd:
     def _fail_over(self) -> None:
         self._current = (self._current + 1) % len(self._endpoints)
 
-    async def _read(self, call: Callable[[_Endpoint], Awaitable[T]]) -> T:
+    async def _read(self, method: str, key: bytes, call: Callable[[_Endpoint], Awaitable[T]]) -> T:
         """A read, tried on each endpoint in turn while they are unavailable."""
-        for attempt in range(len(self._endpoints)):
+        with self._span(method, key):
+            for attempt in range(len(self._endpoints)):
+                try:
+                    return await call(self._active)
+                except grpc.aio.AioRpcError as e:
+                    last = attempt + 1 == len(self._endpoints)
+                    if e.code() != grpc.StatusCode.UNAVAILABLE or last:
+                        raise
+                    self._fail_over()
+        raise AssertionError("unreachable")
+
+    async def _write(self, method: str, key: bytes, call: Callable[[_Endpoint], Awaitable[T]]) -> T:
+        """A write, on the current endpoint only (it may have been applied)."""
+        with self._span(method, key):
             try:
                 return await call(self._active)
             except grpc.aio.AioRpcError as e:
-                if e.code() != grpc.StatusCode.UNAVAILABLE or attempt + 1 == len(self._endpoints):
-                    raise
-                self._fail_over()
-        raise AssertionError("unreachable")
-
-    async def _write(self, call: Callable[[_Endpoint], Awaitable[T]]) -> T:
-        try:
-            return await call(self._active)
-        except grpc.aio.AioRpcError as e:
-            if e.code() == grpc.StatusCode.UNAVAILABLE:
-                self._fail_over()
-            raise
+                if e.code() == grpc.StatusCode.UNAVAILABLE:
+                    self._fail_over()
+                raise
 
     async def close(self) -> None:
         for endpoint in self._endpoints:
             await endpoint.channel.close()
 
-    async def _traced(self, method: str, key: bytes, call: Awaitable[T]) -> T:
-        """call inside its span when the caller is traced, directly otherwise (cheaper)."""
-        span = self._span(method, key)
-        if span is trace.INVALID_SPAN:
-            return await call
-        with trace.use_span(span, end_on_exit=True):
-            return await call
-
-    def _span(self, method: str, key: bytes = b"") -> trace.Span:
+    def _span(self, method: str, key: bytes = b"") -> AbstractContextManager[object]:
         """A CLIENT span for one etcd call, inside a sampled trace only: an etcd call
         outside any trace would otherwise start a root span of its own."""
         parent = trace.get_current_span()
         if not parent.get_span_context().trace_flags.sampled:
-            return trace.INVALID_SPAN
+            return _NO_SPAN
         span = _tracer.start_span(f"etcd {method}", kind=trace.SpanKind.CLIENT)
         if span.is_recording():
             span.set_attribute("db.system", "etcd")
@@ -154,7 +154,7 @@ class Etcd:
             span.set_attribute("rpc.method", method)
             if key:
                 span.set_attribute("etcd.key", key.decode(errors="replace"))
-        return span
+        return trace.use_span(span, end_on_exit=True)
 
     async def range(
         self,
@@ -174,24 +174,18 @@ class Etcd:
             count_only=count_only,
             serializable=serializable,
         )
-        return await self._traced(
-            "Range", key, self._read(lambda e: e.kv.Range(request, timeout=self._timeout))
-        )
+        return await self._read("Range", key, lambda e: e.kv.Range(request, timeout=self._timeout))
 
     async def put(self, key: bytes, value: bytes, *, lease: int = 0) -> rpc_pb2.PutResponse:
         request = rpc_pb2.PutRequest(key=key, value=value, lease=lease)
-        return await self._traced(
-            "Put", key, self._write(lambda e: e.kv.Put(request, timeout=self._timeout))
-        )
+        return await self._write("Put", key, lambda e: e.kv.Put(request, timeout=self._timeout))
 
     async def delete_range(
         self, key: bytes, range_end: bytes = b"", *, prev_kv: bool = False
     ) -> rpc_pb2.DeleteRangeResponse:
         request = rpc_pb2.DeleteRangeRequest(key=key, range_end=range_end, prev_kv=prev_kv)
-        return await self._traced(
-            "DeleteRange",
-            key,
-            self._write(lambda e: e.kv.DeleteRange(request, timeout=self._timeout)),
+        return await self._write(
+            "DeleteRange", key, lambda e: e.kv.DeleteRange(request, timeout=self._timeout)
         )
 
     async def txn(
@@ -200,36 +194,34 @@ class Etcd:
         """A transaction; read_only ones (ranges only) are retried on another endpoint."""
         key = request.compare[0].key if request.compare else b""
         send = self._read if read_only else self._write
-        return await self._traced(
-            "Txn", key, send(lambda e: e.kv.Txn(request, timeout=self._timeout))
-        )
+        return await send("Txn", key, lambda e: e.kv.Txn(request, timeout=self._timeout))
 
     async def compact(self, revision: int, *, physical: bool = True) -> None:
         request = rpc_pb2.CompactionRequest(revision=revision, physical=physical)
-        with trace.use_span(self._span("Compact"), end_on_exit=True):
-            await self._write(lambda e: e.kv.Compact(request, timeout=self._timeout))
+        await self._write("Compact", b"", lambda e: e.kv.Compact(request, timeout=self._timeout))
 
     async def lease_grant(self, ttl_seconds: int) -> int:
         request = rpc_pb2.LeaseGrantRequest(TTL=ttl_seconds)
-        with trace.use_span(self._span("LeaseGrant"), end_on_exit=True):
-            response = await self._write(
-                lambda e: e.lease.LeaseGrant(request, timeout=self._timeout)
-            )
+        response = await self._write(
+            "LeaseGrant", b"", lambda e: e.lease.LeaseGrant(request, timeout=self._timeout)
+        )
         return response.ID
 
     async def lease_time_to_live(self, lease: int) -> rpc_pb2.LeaseTimeToLiveResponse:
         """What etcd says of a lease: the TTL it was granted and what is left."""
         request = rpc_pb2.LeaseTimeToLiveRequest(ID=lease)
-        with trace.use_span(self._span("LeaseTimeToLive"), end_on_exit=True):
-            return await self._read(
-                lambda e: e.lease.LeaseTimeToLive(request, timeout=self._timeout)
-            )
+        return await self._read(
+            "LeaseTimeToLive",
+            b"",
+            lambda e: e.lease.LeaseTimeToLive(request, timeout=self._timeout),
+        )
 
     async def status(self) -> rpc_pb2.StatusResponse:
-        with trace.use_span(self._span("Status"), end_on_exit=True):
-            return await self._read(
-                lambda e: e.maintenance.Status(rpc_pb2.StatusRequest(), timeout=self._timeout)
-            )
+        return await self._read(
+            "Status",
+            b"",
+            lambda e: e.maintenance.Status(rpc_pb2.StatusRequest(), timeout=self._timeout),
+        )
 
     async def watch(
         self,
@@ -264,7 +256,7 @@ class Etcd:
                 requests.put_nowait(_PROGRESS_REQUEST)
 
         endpoint = self._active
-        with trace.use_span(self._span("Watch", key), end_on_exit=True):
+        with self._span("Watch", key):
             call = endpoint.watch.Watch(outgoing())
         ticker = None
         if progress_interval > 0:

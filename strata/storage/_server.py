@@ -99,21 +99,21 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
         }
 
     # --- the operations ----------------------------------------------------------
+    # Those that only pass a request on return the storage's own coroutine: one
+    # coroutine fewer a call, on the path every write and read takes.
 
-    async def _create(self, request: storage_pb2.CreateRequest) -> storage_pb2.Object:
-        return await self._storage.create(
-            request.key, request.value, ttl_seconds=request.ttl_seconds
-        )
+    def _create(self, request: storage_pb2.CreateRequest) -> Awaitable[storage_pb2.Object]:
+        return self._storage.create(request.key, request.value, ttl_seconds=request.ttl_seconds)
 
-    async def _get(self, request: storage_pb2.GetRequest) -> storage_pb2.Object:
+    def _get(self, request: storage_pb2.GetRequest) -> Awaitable[storage_pb2.Object]:
         options = GetOptions(
             resource_version=request.resource_version,
             resource_version_match=request.resource_version_match,
             ignore_not_found=request.ignore_not_found,
         )
-        return await self._storage.get(request.key, options)
+        return self._storage.get(request.key, options)
 
-    async def _list_result(self, request: storage_pb2.ListRequest) -> ListResult:
+    def _list_result(self, request: storage_pb2.ListRequest) -> Awaitable[ListResult]:
         options = ListOptions(
             resource_version=request.resource_version,
             resource_version_match=request.resource_version_match,
@@ -121,7 +121,7 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
             continue_token=getattr(request, "continue"),
             predicate=_predicate(request.predicate),
         )
-        return await self._storage.list(request.prefix, options)
+        return self._storage.list(request.prefix, options)
 
     async def _list(self, request: storage_pb2.ListRequest) -> storage_pb2.ListResponse:
         result = await self._list_result(request)
@@ -133,22 +133,22 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
             response.remaining_item_count = result.remaining_item_count
         return response
 
-    async def _update(self, request: storage_pb2.UpdateRequest) -> storage_pb2.Object:
-        return await self._storage.update(
+    def _update(self, request: storage_pb2.UpdateRequest) -> Awaitable[storage_pb2.Object]:
+        return self._storage.update(
             request.key,
             request.value,
             expected_resource_version=request.expected_resource_version,
             ttl_seconds=request.ttl_seconds,
         )
 
-    async def _delete(self, request: storage_pb2.DeleteRequest) -> storage_pb2.Object:
+    def _delete(self, request: storage_pb2.DeleteRequest) -> Awaitable[storage_pb2.Object]:
         preconditions = None
         if request.HasField("preconditions"):
             preconditions = Preconditions(
                 uid=request.preconditions.uid,
                 resource_version=request.preconditions.resource_version,
             )
-        return await self._storage.delete(request.key, preconditions=preconditions)
+        return self._storage.delete(request.key, preconditions=preconditions)
 
     async def _current_revision(
         self, request: storage_pb2.CurrentRevisionRequest
@@ -258,14 +258,15 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
         if kind is None:
             empty = storage_pb2.Failure(error="InvalidRequest", message="empty call")
             return wire.result(call.id, "failure", empty.SerializeToString())
-        name = f"{SERVICE_NAME}/{self._operations[kind][0]}"
-        return await pipeline.continued(_tracer, name, call.traceparent, self._result(call, kind))
-
-    async def _result(self, call: storage_pb2.Call, kind: str) -> bytes:
         method, operation, field = self._operations[kind]
         request = getattr(call, kind)
         try:
-            answer = await operation(request)
+            work = operation(request)
+            if call.traceparent:
+                work = pipeline.continued(
+                    _tracer, f"{SERVICE_NAME}/{method}", call.traceparent, work
+                )
+            answer = await work
         except StorageError as e:
             return wire.result(call.id, "failure", failure(e).SerializeToString())
         except Exception as e:  # a bug must still answer, or the caller waits forever
