@@ -1,6 +1,7 @@
 """Watch fan-out through the gateway: N concurrent watchers on one namespace,
 E events, delivery latency from the moment each event's create was sent to
-the moment each watcher read it.
+the moment each watcher read it (and per event, when its first and its last
+watcher read it: the system's propagation, then the fan-out).
 
     python bench/watch.py [--watchers 200,1000] [--events 50] [--interval 0.1]
                           [--clients 2] [--client-loop asyncio|uvloop]
@@ -24,6 +25,7 @@ import argparse
 import asyncio
 import multiprocessing
 import os
+import statistics
 import sys
 import time
 from multiprocessing.queues import Queue
@@ -158,6 +160,10 @@ async def _prepare(system: System, namespace: str) -> str:
     return str(listed["metadata"]["resourceVersion"])
 
 
+def _median(values: list[float]) -> float | None:
+    return round(statistics.median(values), 1) if values else None
+
+
 def run_round(
     system: System,
     namespace: str,
@@ -205,6 +211,10 @@ def run_round(
     sent = asyncio.run(_write_events(system, namespace, events, interval))
     cpu_after = {name: cpu_seconds(pid) for name, pid in pids.items()}
     latencies: list[float] = []
+    # Per event, its first and last delivery: how long the system took to
+    # bring it to the gateway's fan-out, and how long the fan-out took.
+    first = [float("inf")] * events
+    last = [0.0] * events
     missing = duplicates = 0
     failures: list[str] = []
     for _ in processes:
@@ -214,7 +224,9 @@ def run_round(
         for times in received:
             for i, at in enumerate(times):
                 if at:
-                    latencies.append((at - sent[i]) * 1000)
+                    latency = (at - sent[i]) * 1000
+                    latencies.append(latency)
+                    first[i], last[i] = min(first[i], latency), max(last[i], latency)
                 else:
                     missing += 1
     for process in processes:
@@ -229,6 +241,10 @@ def run_round(
         "client_failures": failures,
         "watchers_opened_in_s": round(opened_in, 2),
         "latency_ms": {"p50": ms(50), "p90": ms(90), "p99": ms(99), "max": ms(100)},
+        "per_event_ms": {
+            "first_delivery_p50": _median([f for f in first if f != float("inf")]),
+            "last_delivery_p50": _median([t for t in last if t]),
+        },
         "cpu_seconds_during_events": {
             name: round(cpu_after[name] - cpu_before[name], 2) for name in pids
         },
@@ -261,7 +277,8 @@ def main() -> int:
             print(
                 f"{watchers:5d} watchers: {result['deliveries']} delivered, "
                 f"{result['missing']} missing, {result['duplicates']} duplicated; "
-                f"latency ms {result['latency_ms']}; cpu s {result['cpu_seconds_during_events']}",
+                f"latency ms {result['latency_ms']}; per event {result['per_event_ms']}; "
+                f"cpu s {result['cpu_seconds_during_events']}",
                 flush=True,
             )
     path = write_result(
