@@ -69,15 +69,24 @@ async def writes_since(etcd: Etcd, before: int) -> list[bytes]:
 
 
 async def refused(
-    http: aiohttp.ClientSession, etcd: Etcd, method: str, path: str, **kwargs: Any
+    http: aiohttp.ClientSession,
+    etcd: Etcd,
+    method: str,
+    path: str,
+    *,
+    untouched: bytes | None = None,
+    **kwargs: Any,
 ) -> Obj:
-    """The Status a refused request answered with; etcd must not have moved."""
+    """The Status a refused request answered with; etcd must not have moved (or,
+    given untouched, that key: for when a controller writes at the same time)."""
     before = await revision(etcd)
     async with http.request(method, path, **kwargs) as response:
         body: Obj = orjson.loads(await response.read())
         assert response.content_type == "application/json"
         assert body["code"] == response.status
     changed = await writes_since(etcd, before)
+    if untouched is not None:
+        changed = [key for key in changed if key == untouched]
     assert changed == [], f"a refused request changed etcd: {changed}"
     assert body["kind"] == "Status" and body["apiVersion"] == "v1"
     assert body["status"] == "Failure"
