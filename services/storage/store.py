@@ -374,6 +374,8 @@ class EtcdStorage:
         items: list[storage_pb2.Object] = []
         batch = limit
         first_count: int | None = None
+        everything = matches.everything
+        envelopes = self._envelopes
         while True:
             with _etcd_errors(prefix, at), metrics.etcd_request("list", prefix):
                 response = await self._etcd.range(
@@ -384,19 +386,24 @@ class EtcdStorage:
                 first_count = response.count
             last_key = b""
             for index, kv in enumerate(response.kvs):
-                obj = self._object(kv.key, kv.value, kv.mod_revision)
-                if matches(obj):
+                # A cached envelope is found without reading the value: each
+                # read of it copies the bytes.
+                key, mod_revision = kv.key, kv.mod_revision
+                obj = envelopes.get((key, mod_revision))
+                if obj is None:
+                    obj = self._object(key, kv.value, mod_revision)
+                if everything or matches(obj):
                     items.append(obj)
-                last_key = kv.key
+                last_key = key
                 if limit and len(items) == limit:
                     more = response.more or index + 1 < len(response.kvs)
                     if not more:
                         return ListResult(items=items, resource_version=at)
-                    token = continuation.encode(at, kv.key[base_len:].decode() + "\x00")
+                    token = continuation.encode(at, key[base_len:].decode() + "\x00")
                     # Known only when nothing was filtered out: then this page is
                     # the first batch, and etcd counted the keys from its start.
                     remaining = None
-                    if matches.everything and first_count is not None:
+                    if everything and first_count is not None:
                         remaining = first_count - len(items)
                     return ListResult(
                         items=items,

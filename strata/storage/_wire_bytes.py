@@ -30,6 +30,8 @@ RESULT_FIELDS = {
 def varint(value: int) -> bytes:
     if 0 <= value < 0x80:  # ids and small lengths: most calls
         return _SMALL[value]
+    if 0 < value < 0x4000:  # an object's length: every item of a list
+        return bytes((value & 0x7F | 0x80, value >> 7))
     if value < 0:
         value += 1 << 64
     out = bytearray()

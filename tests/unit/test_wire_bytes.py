@@ -57,7 +57,7 @@ def test_results_bytes_parse_back() -> None:
     assert parsed.results[3].failure.error == "KeyNotFound"
 
 
-@pytest.mark.parametrize("value", [0, 1, 127, 128, 300, 2**35, 2**63 - 1, -1])
+@pytest.mark.parametrize("value", [0, 1, 127, 128, 300, 1234, 16383, 16384, 2**35, 2**63 - 1, -1])
 def test_varints_match_protobuf(value: int) -> None:
     message = storage_pb2.ListResponse(remaining_item_count=value)  # optional: 0 is written too
     assert wire.varint(value) == message.SerializeToString()[1:]
