@@ -3,7 +3,9 @@ resource (the first segment of the storage key)."""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from strata.metrics_http import Histogram
 
 REGISTRY = CollectorRegistry()
 

@@ -16,11 +16,11 @@ from typing import Any
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from services.gateway import paths
 from strata.api import errors
-from strata.metrics_http import LATENCY_BUCKETS
+from strata.metrics_http import LATENCY_BUCKETS, Histogram
 from strata.service import parse_duration
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

@@ -9,11 +9,11 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from prometheus_client import CollectorRegistry, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Gauge
 
 from strata import telemetry
 from strata.etcd import Etcd, prefix_end
-from strata.metrics_http import LATENCY_BUCKETS
+from strata.metrics_http import LATENCY_BUCKETS, Histogram
 from strata.storage import resource_of, resource_root
 
 REGISTRY = CollectorRegistry()
@@ -57,12 +57,6 @@ def _label_of(head: str) -> str:
     return f"{resource}.{group}" if group else resource
 
 
-@functools.lru_cache(maxsize=4096)
-def _etcd_duration(operation: str, label: str) -> Histogram:
-    """The labelled child: prometheus_client's labels() checks and locks on every call."""
-    return ETCD_REQUEST_DURATION.labels(operation, label)
-
-
 class etcd_request:
     """Times one storage operation's etcd work into etcd_request_duration_seconds.
 
@@ -78,7 +72,7 @@ class etcd_request:
         self._started = time.perf_counter()
 
     def __exit__(self, *_: object) -> None:
-        _etcd_duration(self._operation, resource_label(self._key)).observe(
+        ETCD_REQUEST_DURATION.labels(self._operation, resource_label(self._key)).observe(
             time.perf_counter() - self._started
         )
 
