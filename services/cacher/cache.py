@@ -246,8 +246,9 @@ class WatchCache:
     def _dispatch(self, change: Change) -> None:
         self._dispatched.inc()
         sent = 0
+        wire = change.wire()  # what every watcher without selectors gets
         for watcher in self._candidates(change.key):
-            data = change.seen_through(watcher.matches)
+            data = wire if watcher.everything else change.seen_through(watcher.matches)
             if data is not None:
                 watcher.send(data)
                 sent += 1

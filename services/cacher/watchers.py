@@ -131,6 +131,9 @@ class Watcher:
     ) -> None:
         """With a sink, events go there; otherwise to the buffer next() reads."""
         self.key, self.recursive, self.matches = key, recursive, matches
+        # Whether every event of its key reaches it as it is (no selectors):
+        # most watchers, and the dispatch's fast path.
+        self.everything = matches.everything
         self.sink = sink
         self.bookmarks = bookmarks
         # When the client will end the watch (clock time), if it said.

@@ -10,7 +10,7 @@ namespace cost one message per event on each hop, not a thousand.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 from services.registry.store import Rendering, Store, WatchItem
@@ -74,16 +74,7 @@ class _Session:
             self.storage.cancel(watch_id)
 
     def relay(self, frame: storage_pb2.WatchFrame) -> None:
-        groups: dict[int, tuple[Route, list[int]]] = {}
-        routes = self.routes
-        for watch_id in frame.ids:
-            route = routes.get(watch_id)
-            if route is not None:
-                group = groups.get(id(route))
-                if group is None:
-                    group = groups[id(route)] = (route, [])
-                group[1].append(watch_id)
-        for route, ids in groups.values():
+        for route, ids in self._grouped(list(frame.ids)):
             if frame.HasField("event"):
                 self.put(_event_frame(ids, route.store.watch_item(frame.event, route.rendering)))
             if frame.ended:
@@ -93,6 +84,22 @@ class _Session:
                 self.put(Frame(ids=ids, ended=True))
                 for watch_id in ids:
                     del self.routes[watch_id]
+
+    def _grouped(self, ids: list[int]) -> Iterable[tuple[Route, list[int]]]:
+        """The open watches among ids, grouped by route."""
+        routed = list(map(self.routes.get, ids))
+        first = routed[0] if routed else None
+        # A fan-out's usual frame: every watch on one (interned) route.
+        if first is not None and routed.count(first) == len(routed):
+            return [(first, ids)]
+        groups: dict[int, tuple[Route, list[int]]] = {}
+        for watch_id, route in zip(ids, routed, strict=True):
+            if route is not None:
+                group = groups.get(id(route))
+                if group is None:
+                    group = groups[id(route)] = (route, [])
+                group[1].append(watch_id)
+        return groups.values()
 
     def end_all(self) -> None:
         """End every open watch cleanly: its client resumes from its last event."""

@@ -35,10 +35,25 @@ Item = bytes | storage_pb2.Failure
 BEHIND_PER_WATCH = 2048
 
 
+def _frame(item: Item, ids: list[int]) -> bytes:
+    if isinstance(item, storage_pb2.Failure):
+        return wire.watch_frame(ids, ended=True, failure=item.SerializeToString())
+    if item is _ENDED:
+        return wire.watch_frame(ids, ended=True)
+    return wire.watch_frame(ids, item)
+
+
 def frames(items: list[tuple[int, Item]]) -> list[bytes]:
     """Encoded WatchFrames for (watch id, item) pairs in the order they came: an
     item joins the frame of the same object unless its watch already has a later
     frame, so each watch sees its items in order."""
+    if items:
+        # A fan-out's usual batch: one event for many watches, each once.
+        first = items[0][1]
+        if all(item is first for _, item in items):
+            ids = [watch for watch, _ in items]
+            if len(set(ids)) == len(ids):
+                return [_frame(first, ids)]
     grouped: list[tuple[Item, list[int]]] = []
     frame_of: dict[int, int] = {}  # id(item) -> index of its newest frame
     last: dict[int, int] = {}  # watch id -> index of its newest frame
@@ -50,15 +65,7 @@ def frames(items: list[tuple[int, Item]]) -> list[bytes]:
             frame_of[id(item)] = at
         grouped[at][1].append(watch)
         last[watch] = at
-    encoded = []
-    for item, ids in grouped:
-        if isinstance(item, storage_pb2.Failure):
-            encoded.append(wire.watch_frame(ids, ended=True, failure=item.SerializeToString()))
-        elif item is _ENDED:
-            encoded.append(wire.watch_frame(ids, ended=True))
-        else:
-            encoded.append(wire.watch_frame(ids, item))
-    return encoded
+    return [_frame(item, ids) for item, ids in grouped]
 
 
 def _batched(encoded: list[bytes]) -> list[bytes]:
@@ -91,9 +98,11 @@ class _Outbox:
         self.ready.set()
 
     def put_live(self, watch_id: int, data: bytes) -> bool:
+        # put() written out: a fan-out calls this once per watcher and event.
         self._live += 1
-        self.put(watch_id, data)
-        return self._live <= BEHIND_PER_WATCH * max(1, self.watches)
+        self.items.append((watch_id, data))
+        self.ready.set()
+        return self._live <= BEHIND_PER_WATCH * (self.watches or 1)
 
     def take(self) -> list[tuple[int, Item]]:
         items, self.items, self._live = self.items, [], 0

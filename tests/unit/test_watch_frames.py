@@ -48,6 +48,19 @@ def test_one_frame_per_shared_event() -> None:
     assert parsed(frames(items)) == [([1, 2, 3], b"a"), ([1, 2, 3], b"b")]
 
 
+def test_one_event_for_many_watches_is_one_frame() -> None:
+    a = event(b"a")
+    items: list[tuple[int, Item]] = [(watch, a) for watch in (7, 3, 1000, 5)]
+    assert parsed(frames(items)) == [([7, 3, 1000, 5], b"a")]
+
+
+def test_one_object_a_watch_got_twice_is_two_frames() -> None:
+    # The same object twice for watch 1 (an end, say, is one shared object):
+    # one frame would say it once.
+    items: list[tuple[int, Item]] = [(1, b""), (2, b""), (1, b"")]
+    assert parsed(frames(items)) == [([1, 2], "end"), ([1], "end")]
+
+
 def test_equal_bytes_that_are_not_the_same_object_go_apart() -> None:
     # Only the very same object is known to be one event encoded once.
     first, second = event(b"a"), event(b"a")
