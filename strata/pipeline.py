@@ -114,11 +114,20 @@ async def serve(
             task.cancel()
 
 
-async def continued(tracer: trace.Tracer, name: str, traceparent: str, work: Awaitable[T]) -> T:
+def continued(
+    tracer: trace.Tracer, name: str, traceparent: str, work: Awaitable[T]
+) -> Awaitable[T]:
     """A pipelined call's work, inside a SERVER span continuing the caller's
-    trace when it brought one (most calls: directly, no context manager)."""
+    trace when it brought one; most calls bring none and get work itself back,
+    no coroutine and no context manager around it."""
     if not traceparent:
-        return await work
+        return work
+    return _in_server_span(tracer, name, traceparent, work)
+
+
+async def _in_server_span(
+    tracer: trace.Tracer, name: str, traceparent: str, work: Awaitable[T]
+) -> T:
     with telemetry.server_span(tracer, name, traceparent):
         return await work
 

@@ -391,7 +391,9 @@ class EtcdStorage:
                 key, mod_revision = kv.key, kv.mod_revision
                 obj = envelopes.get((key, mod_revision))
                 if obj is None:
-                    obj = self._object(key, kv.value, mod_revision)
+                    obj = self._remember(
+                        key, mod_revision, self._decoded(key, kv.value, mod_revision)
+                    )
                 if everything or matches(obj):
                     items.append(obj)
                 last_key = key

@@ -261,12 +261,8 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
         method, operation, field = self._operations[kind]
         request = getattr(call, kind)
         try:
-            work = operation(request)
-            if call.traceparent:
-                work = pipeline.continued(
-                    _tracer, f"{SERVICE_NAME}/{method}", call.traceparent, work
-                )
-            answer = await work
+            name = f"{SERVICE_NAME}/{method}"
+            answer = await pipeline.continued(_tracer, name, call.traceparent, operation(request))
         except StorageError as e:
             return wire.result(call.id, "failure", failure(e).SerializeToString())
         except Exception as e:  # a bug must still answer, or the caller waits forever
