@@ -12,6 +12,7 @@ from services.registry.allocation import IPRange, PortRange, ServiceAllocations
 from services.registry.bootstrap import bootstrap
 from services.registry.crd_controllers import CRDCleanup, CRDNaming
 from services.registry.gc import GarbageCollector
+from services.registry.known_namespaces import KnownNamespaces
 from services.registry.kubernetes_service import KubernetesService
 from services.registry.leader import LeaderElection, Timing, default_identity
 from services.registry.namespaces import NamespaceLifecycle
@@ -127,18 +128,28 @@ async def _run(args: argparse.Namespace) -> None:
     allocations = ServiceAllocations(storage, args.cluster_ips, args.node_ports)
     hooks = {SERVICES.name: allocations}
     ttls = {EVENTS.name: args.event_ttl_seconds}
+    known_namespaces = KnownNamespaces()
     stores = [
-        Store(r, storage, hooks.get(r.name), ttl_seconds=ttls.get(r.name, 0)) for r in BUILT_IN
+        Store(
+            r,
+            storage,
+            hooks.get(r.name),
+            ttl_seconds=ttls.get(r.name, 0),
+            namespaces=known_namespaces,
+        )
+        for r in BUILT_IN
     ]
     store_of = {s.resource.name: s for s in stores}
     namespaces, cluster_roles = store_of[NAMESPACES.name], store_of[CLUSTER_ROLES.name]
     definitions = store_of[CUSTOM_RESOURCE_DEFINITIONS.name]
-    served = ServedStores(stores, storage)
+    served = ServedStores(stores, storage, namespaces=known_namespaces)
 
     # The controllers that are clients of the API reach it as others do: over
-    # the Registry API, here the registry's own.
+    # the Registry API, here the registry's own; so do the informers the
+    # Stores read CRDs and namespaces from.
     itself = service.connect(args.listen)
     crds = served.follow_crds(itself)
+    namespace_informer = known_namespaces.follow(itself)
 
     async def lead() -> None:
         """The controllers, run by one replica at a time."""
@@ -161,6 +172,7 @@ async def _run(args: argparse.Namespace) -> None:
         await bootstrap(namespaces, cluster_roles, store_of[CLUSTER_ROLE_BINDINGS.name])
         registry_pb2_grpc.add_RegistryServicer_to_server(RegistryServicer(served, storage), server)
         crds.start()
+        namespace_informer.start()
         if args.leader_elect == "true":
             election = LeaderElection(
                 store_of[LEASES.name], LEASE_NAME, default_identity(), args.timing
@@ -174,6 +186,7 @@ async def _run(args: argparse.Namespace) -> None:
             task.cancel()
         await asyncio.gather(*controllers, return_exceptions=True)
         await crds.stop()
+        await namespace_informer.stop()
         await storage.close()
         await channel.close()
         await itself.close()

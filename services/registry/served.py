@@ -20,6 +20,7 @@ import orjson
 
 from services.registry import custom
 from services.registry.informed import informer_for
+from services.registry.known_namespaces import KnownNamespaces
 from services.registry.resources import CUSTOM_RESOURCE_DEFINITIONS
 from services.registry.store import Store
 from strata import telemetry
@@ -36,10 +37,16 @@ Key = tuple[str, str, str]
 
 class ServedStores:
     def __init__(
-        self, built_in: list[Store], storage: Storage, refresh_seconds: float = REFRESH_SECONDS
+        self,
+        built_in: list[Store],
+        storage: Storage,
+        refresh_seconds: float = REFRESH_SECONDS,
+        *,
+        namespaces: KnownNamespaces | None = None,
     ) -> None:
         self._built_in = {_key(s): s for s in built_in}
         self._storage = storage
+        self._namespaces = namespaces
         self._refresh_seconds = refresh_seconds
         # By CRD name: the resourceVersion its Stores were made from, and them.
         self._by_crd: dict[str, tuple[int, list[Store]]] = {}
@@ -132,7 +139,10 @@ class ServedStores:
         stores: list[Store] = []
         if custom.served(crd):
             try:
-                stores = [Store(r, self._storage) for r in custom.resources_of(crd)]
+                stores = [
+                    Store(r, self._storage, namespaces=self._namespaces)
+                    for r in custom.resources_of(crd)
+                ]
             except (KeyError, ValueError, TypeError) as e:
                 log.warning("cannot serve a CustomResourceDefinition", crd=name, error=str(e))
         self._by_crd[name] = (resource_version, stores)

@@ -22,6 +22,7 @@ import orjson
 
 from services.registry import schema, tables, typed, warnings
 from services.registry.deletion import DeleteOptions
+from services.registry.known_namespaces import KnownNamespaces
 from services.registry.resources import NAMESPACES, Resource
 from services.registry.strategy import (
     DecodableStrategy,
@@ -264,9 +265,12 @@ class Store:
         hooks: WriteHooks | None = None,
         *,
         ttl_seconds: int = 0,
+        namespaces: KnownNamespaces | None = None,
     ) -> None:
         self.resource = resource
         self._storage = storage
+        # What a create's namespace check reads first (else storage alone).
+        self._namespaces = namespaces
         self._strategy = resource.strategy
         # What else the strategy does, found once: a runtime_checkable
         # protocol's isinstance inspects the class on every call.
@@ -498,18 +502,13 @@ class Store:
         raise KeyExists(key, "key exists")
 
     async def _require_namespace(self, namespace: str, name: str) -> None:
-        # As kube's NamespaceLifecycle: the cache first, and a live read before
-        # refusing, since a namespace created a moment ago may not be cached yet.
-        key = NAMESPACES.key("", namespace)
-        with self._interpreted(namespace):
-            try:
-                found = await self._storage.get(key, GetOptions(resource_version="0"))
-            except KeyNotFound:
-                try:
-                    found = await self._storage.get(key, GetOptions(resource_version=""))
-                except KeyNotFound:
-                    raise errors.not_found(NAMESPACES.name, namespace) from None
-        if orjson.loads(found.value).get("status", {}).get("phase") == TERMINATING:
+        # As kube's NamespaceLifecycle: the informer's namespaces, then the
+        # cache, and a live read before refusing, since a namespace created a
+        # moment ago may not have reached either yet.
+        found = self._namespaces.cached(namespace) if self._namespaces is not None else None
+        if found is None:
+            found = orjson.loads((await self._stored_namespace(namespace)).value)
+        if (found.get("status") or {}).get("phase") == TERMINATING:
             raise errors.forbidden(
                 self.resource.name,
                 name,
@@ -524,6 +523,17 @@ class Store:
                     ),
                 ),
             )
+
+    async def _stored_namespace(self, namespace: str) -> storage_pb2.Object:
+        key = NAMESPACES.key("", namespace)
+        with self._interpreted(namespace):
+            try:
+                return await self._storage.get(key, GetOptions(resource_version="0"))
+            except KeyNotFound:
+                try:
+                    return await self._storage.get(key, GetOptions(resource_version=""))
+                except KeyNotFound:
+                    raise errors.not_found(NAMESPACES.name, namespace) from None
 
     # --- reads -----------------------------------------------------------------
 
@@ -855,6 +865,9 @@ class Store:
         options.check()
         if r is NAMESPACES and name in IMMORTAL_NAMESPACES:
             raise errors.forbidden(r.name, name, "this namespace may not be deleted")
+        if r is NAMESPACES and self._namespaces is not None:
+            # Creates into it must see it Terminating before the informer does.
+            self._namespaces.deleting(name)
         with self._interpreted(name):
             gone, value = await self._delete(
                 r.key(namespace, name), preconditions, dry_run, options
