@@ -253,6 +253,11 @@ def _finalized(stored: storage_pb2.Object, resource: Resource) -> bool:
     return bool(obj.get("metadata", {}).get("deletionTimestamp")) and not held(obj, resource)
 
 
+def _version(resource_version: str) -> int:
+    """The revision a request's resourceVersion names (0 for none, or not one)."""
+    return int(resource_version) if resource_version.isascii() and resource_version.isdigit() else 0
+
+
 async def _nothing_to_finish(stored: bool) -> None:
     pass
 
@@ -767,7 +772,11 @@ class Store:
                     value = orjson.dumps(updated)
                 else:
                     stored = await guaranteed_update(
-                        self._storage, key, apply, ttl_seconds=self._ttl
+                        self._storage,
+                        key,
+                        apply,
+                        ttl_seconds=self._ttl,
+                        expected_resource_version=_version(requested_rv),
                     )
                     landed = len(finishes) - 1
                     await self._delete_if_finalized(stored)

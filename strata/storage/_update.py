@@ -7,14 +7,20 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from strata.proto.storage.v1 import storage_pb2
-from strata.storage._errors import Conflict
+from strata.storage._errors import Conflict, KeyNotFound
 from strata.storage._interface import GetOptions, Preconditions, Storage
 
 UpdateFn = Callable[[storage_pb2.Object], Awaitable[bytes]]
 
 
 async def guaranteed_update(
-    storage: Storage, key: str, fn: UpdateFn, *, max_attempts: int = 0, ttl_seconds: int = 0
+    storage: Storage,
+    key: str,
+    fn: UpdateFn,
+    *,
+    max_attempts: int = 0,
+    ttl_seconds: int = 0,
+    expected_resource_version: int = 0,
 ) -> storage_pb2.Object:
     """Apply fn to the current object and store the result (expiring after
     ttl_seconds, if given), re-reading on Conflict.
@@ -24,14 +30,41 @@ async def guaranteed_update(
     its resourceVersion, stay as they are, unless a TTL is to be refreshed or
     the value was read through a rotated encryption key (stale: written again,
     it is encrypted with the current one).
+
+    expected_resource_version, when the caller knows the version it means to
+    change: if a read at any revision (the cacher answers it from its cache)
+    finds the object at exactly that version, the first try starts from it
+    instead of a consistent read, as kube's cacher hands GuaranteedUpdate its
+    cached object. A version's content never changes and the write's
+    compare-and-swap still decides; a try that fails or changes nothing on that
+    copy is judged again on a consistent read.
     """
     attempt = 0
-    current = await storage.get(key, GetOptions(resource_version=""))
+    current = None
+    if expected_resource_version:
+        current = await _at_version(storage, key, expected_resource_version)
+    confirmed = current is None  # whether current came from a consistent read
+    if current is None:
+        current = await storage.get(key, GetOptions(resource_version=""))
     while True:
         attempt += 1
-        value = await fn(current)
-        if value == current.value and not ttl_seconds and not current.stale:
-            return current
+        try:
+            value = await fn(current)
+        except Exception:
+            if confirmed:
+                raise
+            fresh = await storage.get(key, GetOptions(resource_version=""))
+            if fresh.resource_version == current.resource_version:
+                raise
+            current, confirmed = fresh, True
+            continue
+        if value == current.value and not ttl_seconds:
+            if not confirmed:
+                # Only a consistent read says whether the stored value is stale.
+                current, confirmed = await storage.get(key, GetOptions(resource_version="")), True
+                continue
+            if not current.stale:
+                return current
         try:
             return await storage.update(
                 key,
@@ -42,7 +75,16 @@ async def guaranteed_update(
         except Conflict:
             if max_attempts and attempt >= max_attempts:
                 raise
-            current = await storage.get(key, GetOptions(resource_version=""))
+            current, confirmed = await storage.get(key, GetOptions(resource_version="")), True
+
+
+async def _at_version(storage: Storage, key: str, version: int) -> storage_pb2.Object | None:
+    """The object as a read at any revision has it, if that is version."""
+    try:
+        found = await storage.get(key, GetOptions(resource_version="0"))
+    except KeyNotFound:
+        return None
+    return found if found.resource_version == version else None
 
 
 def check_preconditions(current: storage_pb2.Object, pre: Preconditions) -> None:
