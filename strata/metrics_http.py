@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import itertools
 from bisect import bisect_left
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.metrics_core import HistogramMetricFamily, Metric
 from prometheus_client.utils import floatToGoString
+
+# How prometheus_client writes a bucket's le (its own function, untyped there).
+_le_text: Callable[[float], str] = floatToGoString
 
 # kube's buckets for apiserver_request_duration_seconds and etcd_request_duration_seconds.
 LATENCY_BUCKETS = (
@@ -79,8 +82,7 @@ class Histogram:
         self._name, self._documentation = name, documentation
         self._labelnames = tuple(labelnames)
         self._bounds = tuple(float(b) for b in buckets)
-        # le as prometheus_client writes it (untyped there).
-        self._les = [*(floatToGoString(b) for b in self._bounds), "+Inf"]  # type: ignore[no-untyped-call]
+        self._les = [*(_le_text(b) for b in self._bounds), "+Inf"]
         self._children: dict[tuple[str, ...], _HistogramChild] = {}
         registry.register(self)
 

@@ -44,6 +44,7 @@ from strata.api.selectors import (
     parse_field_selector,
     parse_label_selector,
 )
+from strata.api.versions import parse_resource_version
 from strata.proto.storage.v1 import storage_pb2
 from strata.storage import (
     EXACT,
@@ -254,8 +255,12 @@ def _finalized(stored: storage_pb2.Object, resource: Resource) -> bool:
 
 
 def _version(resource_version: str) -> int:
-    """The revision a request's resourceVersion names (0 for none, or not one)."""
-    return int(resource_version) if resource_version.isascii() and resource_version.isdigit() else 0
+    """The revision a request's resourceVersion names (0 for none, or not one:
+    such an update is refused as a conflict once the current object is read)."""
+    try:
+        return parse_resource_version(resource_version)
+    except ValueError:
+        return 0
 
 
 async def _nothing_to_finish(stored: bool) -> None:

@@ -11,6 +11,8 @@ from strata.storage._errors import Conflict, KeyNotFound
 from strata.storage._interface import GetOptions, Preconditions, Storage
 
 UpdateFn = Callable[[storage_pb2.Object], Awaitable[bytes]]
+# A read of the object as it is now.
+_LATEST = GetOptions(resource_version="")
 
 
 async def guaranteed_update(
@@ -45,7 +47,7 @@ async def guaranteed_update(
         current = await _at_version(storage, key, expected_resource_version)
     confirmed = current is None  # whether current came from a consistent read
     if current is None:
-        current = await storage.get(key, GetOptions(resource_version=""))
+        current = await storage.get(key, _LATEST)
     while True:
         attempt += 1
         try:
@@ -53,7 +55,7 @@ async def guaranteed_update(
         except Exception:
             if confirmed:
                 raise
-            fresh = await storage.get(key, GetOptions(resource_version=""))
+            fresh = await storage.get(key, _LATEST)
             if fresh.resource_version == current.resource_version:
                 raise
             current, confirmed = fresh, True
@@ -61,7 +63,7 @@ async def guaranteed_update(
         if value == current.value and not ttl_seconds:
             if not confirmed:
                 # Only a consistent read says whether the stored value is stale.
-                current, confirmed = await storage.get(key, GetOptions(resource_version="")), True
+                current, confirmed = await storage.get(key, _LATEST), True
                 continue
             if not current.stale:
                 return current
@@ -75,7 +77,7 @@ async def guaranteed_update(
         except Conflict:
             if max_attempts and attempt >= max_attempts:
                 raise
-            current, confirmed = await storage.get(key, GetOptions(resource_version="")), True
+            current, confirmed = await storage.get(key, _LATEST), True
 
 
 async def _at_version(storage: Storage, key: str, version: int) -> storage_pb2.Object | None:
