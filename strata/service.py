@@ -10,14 +10,14 @@ import asyncio
 import os
 import re
 import signal
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Coroutine, Mapping
 from typing import Any, TypeVar
 
 import grpc
 import uvloop
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from strata import telemetry
+from strata import protowire, telemetry
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 _CHANNEL_OPTIONS = [
@@ -27,6 +27,7 @@ _CHANNEL_OPTIONS = [
 
 
 T = TypeVar("T")
+S = TypeVar("S")
 
 
 def run(main: Coroutine[Any, Any, T]) -> T:
@@ -61,6 +62,54 @@ def parse_duration(text: str) -> float:
 def connect(address: str) -> grpc.aio.Channel:
     """A channel to another strata service, carrying trace context."""
     return telemetry.traced_channel(grpc.aio.insecure_channel(address, options=_CHANNEL_OPTIONS))
+
+
+class _Capture:
+    """Stands in for a server to collect a generated add_*_to_server's handlers."""
+
+    def __init__(self) -> None:
+        self.handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
+
+    def add_generic_rpc_handlers(self, _: object) -> None:
+        pass
+
+    def add_registered_method_handlers(
+        self, _: str, handlers: dict[str, grpc.RpcMethodHandler[Any, Any]]
+    ) -> None:
+        self.handlers = dict(handlers)
+
+
+def add_servicer(
+    add: Callable[[S, Any], None],
+    servicer: S,
+    server: grpc.aio.Server,
+    name: str,
+    answering_bytes: Collection[str],
+) -> None:
+    """Register servicer as the generated add (add_XServicer_to_server) would,
+    except that the streaming methods named in answering_bytes send what they
+    yield as it is: wire bytes they wrote themselves (strata.protowire)."""
+    capture = _Capture()
+    add(servicer, capture)
+    handlers = capture.handlers
+    for method in answering_bytes:
+        generated = handlers[method]
+        if generated.stream_stream is not None:
+            handlers[method] = grpc.stream_stream_rpc_method_handler(
+                generated.stream_stream,
+                request_deserializer=generated.request_deserializer,
+                response_serializer=protowire.identity,
+            )
+        elif generated.unary_stream is not None:
+            handlers[method] = grpc.unary_stream_rpc_method_handler(
+                generated.unary_stream,
+                request_deserializer=generated.request_deserializer,
+                response_serializer=protowire.identity,
+            )
+        else:
+            raise ValueError(f"{name}/{method} does not stream its answers")
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(name, handlers),))
+    server.add_registered_method_handlers(name, handlers)
 
 
 async def wait_for_signal() -> None:

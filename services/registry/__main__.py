@@ -30,11 +30,10 @@ from services.registry.resources import (
     SERVICES,
 )
 from services.registry.served import ServedStores
-from services.registry.server import RegistryServicer
+from services.registry.server import RegistryServicer, add_to_server
 from services.registry.store import Store
 from strata import service, telemetry
 from strata.api.wire import REGISTRY_SERVICE_NAME
-from strata.proto.registry.v1 import registry_pb2_grpc
 from strata.storage import GrpcStorage
 
 # The Lease the registry replicas elect their controllers' leader with.
@@ -170,7 +169,7 @@ async def _run(args: argparse.Namespace) -> None:
 
     async def register(server: grpc.aio.Server) -> None:
         await bootstrap(namespaces, cluster_roles, store_of[CLUSTER_ROLE_BINDINGS.name])
-        registry_pb2_grpc.add_RegistryServicer_to_server(RegistryServicer(served, storage), server)
+        add_to_server(RegistryServicer(served, storage), server)
         crds.start()
         namespace_informer.start()
         if args.leader_elect == "true":

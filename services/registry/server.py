@@ -13,7 +13,7 @@ from services.registry.deletion import DeleteOptions
 from services.registry.served import ServedStores
 from services.registry.store import Page, Paging, Rendering, Selection, Store
 from services.registry.watches import Opened, Route, serve_watches
-from strata import pipeline, telemetry
+from strata import pipeline, protowire, service, telemetry
 from strata.api.errors import StatusError
 from strata.api.wire import REGISTRY_SERVICE_NAME, abort_with_status, failure
 from strata.proto.registry.v1 import registry_pb2, registry_pb2_grpc
@@ -87,6 +87,25 @@ def _list_response(page: Page) -> registry_pb2.ListResponse:
     return response
 
 
+_RESULT_KEYS = protowire.result_keys({"object": 2, "list": 3, "failure": 4})  # registry.proto
+
+
+def _list_bytes(page: Page) -> bytes:
+    """What _list_response(page) serializes to, written without the message: a
+    list of thousands of objects is then one join, not three copies and two
+    serializations (see strata.protowire)."""
+    return protowire.repeated_bytes(1, page.items) + protowire.fields(
+        (2, page.resource_version or None),
+        (3, page.table or None),
+        (4, page.continue_token.encode() or None),
+        (5, page.remaining_item_count),
+    )
+
+
+def _result(call_id: int, field: str, answer: registry_pb2.Failure) -> bytes:
+    return protowire.result(call_id, _RESULT_KEYS[field], answer.SerializeToString())
+
+
 def _send_initial_events(options: registry_pb2.ListOptions) -> bool | None:
     """sendInitialEvents as the request gave it, or None when it did not."""
     if options.HasField("send_initial_events"):
@@ -153,25 +172,16 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
 
         return await _object(get)
 
-    async def _list(self, request: registry_pb2.ListRequest) -> registry_pb2.ListResponse:
+    async def _list(self, request: registry_pb2.ListRequest) -> Page:
         options = request.options
+        store, selection, paging = await self._listing(request.resource, options)
+        return await store.list(selection, paging, _rendering(options.rendering))
 
-        async def list_() -> Page:
-            store, selection, paging = await self._listing(request.resource, options)
-            return await store.list(selection, paging, _rendering(options.rendering))
-
-        return _list_response(await list_())
-
-    async def _delete_collection(
-        self, request: registry_pb2.DeleteCollectionRequest
-    ) -> registry_pb2.ListResponse:
-        async def delete() -> Page:
-            store, selection, paging = await self._listing(request.resource, request.options)
-            return await store.delete_collection(
-                selection, paging, dry_run=request.dry_run, options=_delete_options(request)
-            )
-
-        return _list_response(await delete())
+    async def _delete_collection(self, request: registry_pb2.DeleteCollectionRequest) -> Page:
+        store, selection, paging = await self._listing(request.resource, request.options)
+        return await store.delete_collection(
+            selection, paging, dry_run=request.dry_run, options=_delete_options(request)
+        )
 
     async def _listing(
         self, ref: registry_pb2.ResourceRef, options: registry_pb2.ListOptions
@@ -239,12 +249,12 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
     async def List(
         self, request: registry_pb2.ListRequest, context: Context
     ) -> registry_pb2.ListResponse:
-        return await _answer(context, lambda: self._list(request))
+        return _list_response(await _answer(context, lambda: self._list(request)))
 
     async def DeleteCollection(
         self, request: registry_pb2.DeleteCollectionRequest, context: Context
     ) -> registry_pb2.ListResponse:
-        return await _answer(context, lambda: self._delete_collection(request))
+        return _list_response(await _answer(context, lambda: self._delete_collection(request)))
 
     async def Update(
         self, request: registry_pb2.UpdateRequest, context: Context
@@ -258,37 +268,37 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
 
     # --- the pipeline --------------------------------------------------------------
 
-    async def Pipeline(
+    async def Pipeline(  # type: ignore[override]  # yields Results as bytes: see add_to_server
         self, request_iterator: AsyncIterator[registry_pb2.Calls], context: Context
-    ) -> AsyncIterator[registry_pb2.Results]:
+    ) -> AsyncIterator[bytes]:
         calls = (message.calls async for message in request_iterator)
-        async for batch in pipeline.serve(calls, self._execute, registry_pb2.Result.ByteSize):
-            yield registry_pb2.Results(results=batch)
+        async for batch in pipeline.serve(calls, self._execute, len):
+            yield protowire.repeated(batch)
 
-    async def _execute(self, call: registry_pb2.Call) -> registry_pb2.Result:
-        """One pipelined call's Result; a failure as its unary RPC would have ended."""
+    async def _execute(self, call: registry_pb2.Call) -> bytes:
+        """One pipelined call's Result as wire bytes; a failure as its unary RPC
+        would have ended."""
         kind = call.WhichOneof("request")
         if kind is None:
             empty = registry_pb2.Failure(
                 code=grpc.StatusCode.INVALID_ARGUMENT.value[0], details="empty call"
             )
-            return registry_pb2.Result(id=call.id, failure=empty)
+            return _result(call.id, "failure", empty)
         method, operation, field = self._operations[kind]
         try:
             name = f"{REGISTRY_SERVICE_NAME}/{method}"
             work = operation(getattr(call, kind))
             answer = await pipeline.continued(_tracer, name, call.traceparent, work)
         except StatusError as e:
-            return registry_pb2.Result(id=call.id, failure=failure(e))
+            return _result(call.id, "failure", failure(e))
         except Exception as e:  # a bug must still answer, or the caller waits forever
             _log.exception("pipelined call failed", method=method)
             unexpected = registry_pb2.Failure(
                 code=grpc.StatusCode.UNKNOWN.value[0], details=f"{type(e).__name__}: {e}"
             )
-            return registry_pb2.Result(id=call.id, failure=unexpected)
-        result = registry_pb2.Result(id=call.id)
-        getattr(result, field).CopyFrom(answer)
-        return result
+            return _result(call.id, "failure", unexpected)
+        payload = _list_bytes(answer) if field == "list" else answer.SerializeToString()
+        return protowire.result(call.id, _RESULT_KEYS[field], payload)
 
     async def _watch_target(self, request: registry_pb2.WatchRequest) -> Opened:
         """Where a watch goes; raises the Status that refuses it."""
@@ -331,4 +341,16 @@ def _delete_options(
         orphan_dependents=(
             request.orphan_dependents if request.HasField("orphan_dependents") else None
         ),
+    )
+
+
+def add_to_server(servicer: RegistryServicer, server: grpc.aio.Server) -> None:
+    """Register servicer as strata.registry.v1.Registry, its Pipeline answering
+    with the wire bytes it writes itself."""
+    service.add_servicer(
+        registry_pb2_grpc.add_RegistryServicer_to_server,
+        servicer,
+        server,
+        REGISTRY_SERVICE_NAME,
+        answering_bytes=("Pipeline",),
     )

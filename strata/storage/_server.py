@@ -10,11 +10,11 @@ results back in batches as they finish.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
-from typing import Any, Protocol, TypeVar, cast, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import grpc
 
-from strata import pipeline, telemetry
+from strata import pipeline, protowire, service, telemetry
 from strata.proto.storage.v1 import storage_pb2, storage_pb2_grpc
 from strata.storage import _wire_bytes as wire
 from strata.storage._errors import StorageError
@@ -278,44 +278,16 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
         """Yields Results as wire bytes (see add_to_server for the serializer)."""
         calls = (message.calls async for message in request_iterator)
         async for batch in pipeline.serve(calls, self._execute, len):
-            yield wire.repeated(batch)
-
-
-class _Capture:
-    """Stands in for a server to collect the generated method handlers."""
-
-    def __init__(self) -> None:
-        self.handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
-
-    def add_generic_rpc_handlers(self, _: object) -> None:
-        pass
-
-    def add_registered_method_handlers(
-        self, _: str, handlers: dict[str, grpc.RpcMethodHandler[Any, Any]]
-    ) -> None:
-        self.handlers = dict(handlers)
+            yield protowire.repeated(batch)
 
 
 def add_to_server(servicer: StorageServicer, server: grpc.aio.Server) -> None:
     """Register servicer as strata.storage.v1.Storage, its Pipeline and watches
     answering with the wire bytes they write themselves."""
-    capture = _Capture()
-    storage_pb2_grpc.add_StorageServicer_to_server(servicer, cast(Any, capture))
-    handlers = capture.handlers
-    handlers["Pipeline"] = grpc.stream_stream_rpc_method_handler(
-        servicer.Pipeline,
-        request_deserializer=storage_pb2.Calls.FromString,
-        response_serializer=wire.identity,
+    service.add_servicer(
+        storage_pb2_grpc.add_StorageServicer_to_server,
+        servicer,
+        server,
+        SERVICE_NAME,
+        answering_bytes=("Pipeline", "Watch", "WatchStream"),
     )
-    handlers["Watch"] = grpc.unary_stream_rpc_method_handler(
-        servicer.Watch,
-        request_deserializer=storage_pb2.WatchRequest.FromString,
-        response_serializer=wire.identity,
-    )
-    handlers["WatchStream"] = grpc.stream_stream_rpc_method_handler(
-        servicer.WatchStream,
-        request_deserializer=storage_pb2.WatchStreamRequest.FromString,
-        response_serializer=wire.identity,
-    )
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))
-    server.add_registered_method_handlers(SERVICE_NAME, handlers)

@@ -19,7 +19,7 @@ import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Protocol
 
-from strata import telemetry
+from strata import protowire, telemetry
 from strata.pipeline import BATCH_BYTES
 from strata.proto.storage.v1 import storage_pb2
 from strata.storage import _wire_bytes as wire
@@ -75,12 +75,12 @@ def _batched(encoded: list[bytes]) -> list[bytes]:
     size = 0
     for frame in encoded:
         if batch and size + len(frame) > BATCH_BYTES:
-            out.append(wire.repeated(batch))
+            out.append(protowire.repeated(batch))
             batch, size = [], 0
         batch.append(frame)
         size += len(frame)
     if batch:
-        out.append(wire.repeated(batch))
+        out.append(protowire.repeated(batch))
     return out
 
 

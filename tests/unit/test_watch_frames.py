@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
+from strata import protowire
 from strata.proto.storage.v1 import storage_pb2
-from strata.storage import _wire_bytes as wire
 from strata.storage._watch_stream import (
     BEHIND_PER_WATCH,
     Item,
@@ -33,7 +33,7 @@ def described(message: bytes) -> list[tuple[list[int], bytes | str]]:
 
 
 def parsed(encoded: list[bytes]) -> list[tuple[list[int], bytes | str]]:
-    return described(wire.repeated(encoded))
+    return described(protowire.repeated(encoded))
 
 
 def event(value: bytes) -> bytes:

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from services.registry.server import _list_bytes, _list_response
+from services.registry.store import Page
+from strata import protowire
+from strata.proto.registry.v1 import registry_pb2
 from strata.proto.storage.v1 import storage_pb2
 from strata.storage import ListResult
 from strata.storage import _wire_bytes as wire
@@ -49,7 +53,7 @@ def test_results_bytes_parse_back() -> None:
         wire.result(2**40, "count", storage_pb2.CountResponse(count=5).SerializeToString()),
         wire.result(4, "failure", storage_pb2.Failure(error="KeyNotFound").SerializeToString()),
     ]
-    parsed = storage_pb2.Results.FromString(wire.repeated(encoded))
+    parsed = storage_pb2.Results.FromString(protowire.repeated(encoded))
     assert [r.id for r in parsed.results] == [1, 300, 2**40, 4]
     assert parsed.results[0].object == obj
     assert parsed.results[1].WhichOneof("response") == "compact"
@@ -57,10 +61,39 @@ def test_results_bytes_parse_back() -> None:
     assert parsed.results[3].failure.error == "KeyNotFound"
 
 
+@pytest.mark.parametrize(
+    "page",
+    [
+        Page(items=[], resource_version=0),
+        Page(items=[b'{"a":1}', b"", b"x" * 20000], resource_version=2**40, continue_token="t"),
+        Page(items=[], resource_version=5, table=b'{"kind":"Table"}', remaining_item_count=0),
+        Page(items=[b"{}"], resource_version=7, remaining_item_count=123456),
+    ],
+)
+def test_registry_list_bytes(page: Page) -> None:
+    assert _list_bytes(page) == _list_response(page).SerializeToString()
+
+
+def test_registry_results_parse_back() -> None:
+    keys = protowire.result_keys({"object": 2, "list": 3, "failure": 4})
+    page = Page(items=[b'{"kind":"ConfigMap"}'] * 3, resource_version=12, continue_token="c")
+    answer = registry_pb2.ObjectResponse(object=b"{}", warnings=["careful"])
+    encoded = [
+        protowire.result(1, keys["list"], _list_bytes(page)),
+        protowire.result(2**33, keys["object"], answer.SerializeToString()),
+        protowire.result(3, keys["failure"], registry_pb2.Failure(code=5).SerializeToString()),
+    ]
+    parsed = registry_pb2.Results.FromString(protowire.repeated(encoded)).results
+    assert [r.id for r in parsed] == [1, 2**33, 3]
+    assert parsed[0].list == _list_response(page)
+    assert parsed[1].object == answer
+    assert parsed[2].failure.code == 5
+
+
 @pytest.mark.parametrize("value", [0, 1, 127, 128, 300, 1234, 16383, 16384, 2**35, 2**63 - 1, -1])
 def test_varints_match_protobuf(value: int) -> None:
     message = storage_pb2.ListResponse(remaining_item_count=value)  # optional: 0 is written too
-    assert wire.varint(value) == message.SerializeToString()[1:]
+    assert protowire.varint(value) == message.SerializeToString()[1:]
 
 
 def test_watch_frames_bytes_parse_back() -> None:
@@ -73,7 +106,7 @@ def test_watch_frames_bytes_parse_back() -> None:
         wire.watch_frame([7], ended=True),
         wire.watch_frame([8, 9], ended=True, failure=failure.SerializeToString()),
     ]
-    frames = storage_pb2.WatchFrames.FromString(wire.repeated(encoded)).frames
+    frames = storage_pb2.WatchFrames.FromString(protowire.repeated(encoded)).frames
     assert list(frames[0].ids) == [1, 300, 2**40] and frames[0].event == event
     assert not frames[0].ended and not frames[0].HasField("failure")
     assert list(frames[1].ids) == [7] and frames[1].ended and not frames[1].HasField("event")
