@@ -44,6 +44,7 @@ from strata.storage import (
     resource_of,
 )
 from strata.storage import _continue as continuation
+from strata.storage import _wire_bytes as wire
 from strata.storage._requests import Matcher, ends_initial_events, sends_initial_state
 from strata.storage._watch_stream import Sink
 
@@ -101,7 +102,9 @@ class WatchCache:
         self._objects: dict[str, Object] = {}
         self._keys: list[str] = []  # the keys of _objects, sorted
         self._by_name: dict[str, set[str]] = {}
-        self._added: dict[str, bytes] = {}  # key -> its object as an encoded ADDED event
+        # key -> its object serialized, once a list or a watch's initial state
+        # read it: a list's items and ADDED events are then joins of these.
+        self._encoded: dict[str, bytes] = {}
         self.revision = 0
         self._exact: dict[str, set[Watcher]] = {}
         self._prefixed: dict[str, set[Watcher]] = {}
@@ -185,7 +188,7 @@ class WatchCache:
         self._by_name = {}
         for obj in result.items:
             self._by_name.setdefault(obj.name, set()).add(obj.key)
-        self._added.clear()
+        self._encoded.clear()
         self.revision = result.resource_version
         self.window.reset(result.resource_version)
         if not self._synced.is_set():
@@ -199,7 +202,7 @@ class WatchCache:
             bisect.insort(self._keys, key)
             self._by_name.setdefault(obj.name, set()).add(key)
         self._objects[key] = obj
-        self._added.pop(key, None)
+        self._encoded.pop(key, None)
 
     def _remove(self, key: str) -> None:
         obj = self._objects.pop(key, None)
@@ -211,7 +214,7 @@ class WatchCache:
             names.discard(key)
             if not names:
                 del self._by_name[obj.name]
-        self._added.pop(key, None)
+        self._encoded.pop(key, None)
 
     async def _apply(self, event: Event) -> None:
         if event.type == Event.BOOKMARK:
@@ -334,12 +337,13 @@ class WatchCache:
         else:
             keys = self._keys_under(prefix)
         items: list[Object] = []
-        objects = self._objects
+        encoded: list[bytes] = []
         for examined, key in enumerate(keys, 1):
-            obj = objects[key]
+            obj = self._objects[key]
             if not matches(obj):
                 continue
             items.append(obj)
+            encoded.append(self._encoded_object(key, obj))
             if limit and len(items) == limit:
                 remaining_keys = len(keys) - examined
                 if remaining_keys == 0:
@@ -351,8 +355,15 @@ class WatchCache:
                     resource_version=self.revision,
                     continue_token=token,
                     remaining_item_count=remaining,
+                    encoded=encoded,
                 )
-        return ListResult(items=items, resource_version=self.revision)
+        return ListResult(items=items, resource_version=self.revision, encoded=encoded)
+
+    def _encoded_object(self, key: str, obj: Object) -> bytes:
+        data = self._encoded.get(key)
+        if data is None:
+            data = self._encoded[key] = obj.SerializeToString()
+        return data
 
     async def wait_for_revision(self, revision: int) -> None:
         """Return once the cache has reached revision; TooLargeResourceVersion after a while.
@@ -400,12 +411,7 @@ class WatchCache:
             obj = self._objects.get(key)
             if obj is None or not watcher.matches(obj):
                 continue
-            data = self._added.get(key)
-            if data is None:
-                data = self._added[key] = encode(
-                    Event(type=Event.ADDED, object=obj, resource_version=obj.resource_version)
-                )
-            events.append(data)
+            events.append(wire.added_event(self._encoded_object(key, obj), obj.resource_version))
         return events
 
     async def _open(

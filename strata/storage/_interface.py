@@ -64,6 +64,9 @@ class ListResult:
     resource_version: int
     continue_token: str = ""
     remaining_item_count: int | None = None
+    # The items serialized, when the implementation holds them so (the cacher):
+    # the wire answer then uses these rather than serializing every item again.
+    encoded: list[bytes] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

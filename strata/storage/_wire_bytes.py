@@ -28,9 +28,10 @@ def result(call_id: int, field: str, payload: bytes) -> bytes:
 
 def list_response(result: ListResult) -> bytes:
     """ListResponse bytes for result."""
-    return protowire.repeated_bytes(
-        1, [item.SerializeToString() for item in result.items]
-    ) + protowire.fields(
+    encoded = result.encoded
+    if encoded is None:
+        encoded = [item.SerializeToString() for item in result.items]
+    return protowire.repeated_bytes(1, encoded) + protowire.fields(
         (2, result.resource_version or None),
         (3, result.continue_token.encode() or None),
         (4, result.remaining_item_count),
@@ -50,3 +51,11 @@ def watch_frame(
     if failure:
         parts.append(protowire.length_delimited(4, failure))
     return b"".join(parts)
+
+
+_ADDED = protowire.fields((1, storage_pb2.WatchEvent.ADDED))
+
+
+def added_event(encoded_object: bytes, revision: int) -> bytes:
+    """WatchEvent bytes: an ADDED of the object (already serialized) at revision."""
+    return _ADDED + protowire.length_delimited(2, encoded_object) + protowire.fields((3, revision))

@@ -363,3 +363,43 @@ async def test_a_consistent_list_from_the_cache_sees_a_write_made_just_before(
     assert counting.lists == lists_after_sync  # every consistent list came from the cache
     await cached.stop()
     await channel.close()
+
+
+async def test_what_lists_and_initial_states_send_follows_every_change(
+    upstream: GrpcStorage,
+) -> None:
+    root = resource()
+    cache = await started(WatchCache(upstream, root))
+    o1 = await upstream.create(f"{root}ns/o1", obj("o1", n="1"))
+    o2 = await upstream.create(f"{root}ns/o2", obj("o2"))
+    await cache.wait_for_revision(o2.resource_version)
+
+    def listed() -> ListResult:
+        result = cache.read_list(root, EVERYTHING)
+        assert result.encoded == [item.SerializeToString() for item in result.items]
+        return result
+
+    assert [o.resource_version for o in listed().items] == [
+        o1.resource_version,
+        o2.resource_version,
+    ]
+    # The copies kept for that list must not outlive the objects they copy.
+    o1 = await upstream.update(
+        f"{root}ns/o1", obj("o1", n="2"), expected_resource_version=o1.resource_version
+    )
+    await upstream.delete(f"{root}ns/o2")
+    o3 = await upstream.create(f"{root}ns/o3", obj("o3"))
+    await cache.wait_for_revision(o3.resource_version)
+
+    def state(o: storage_pb2.Object) -> tuple[str, int, object]:
+        return o.key, o.resource_version, orjson.loads(o.value)
+
+    assert [state(o) for o in listed().items] == [state(o1), state(o3)]
+    initial = decoded(cache.watch(root, 0, WatchOptions(), EVERYTHING))
+    events = await next_events(initial, 2)
+    assert [(e.type, state(e.object), e.resource_version) for e in events] == [
+        (Event.ADDED, state(o1), o1.resource_version),
+        (Event.ADDED, state(o3), o3.resource_version),
+    ]
+    await initial.aclose()
+    await cache.stop()

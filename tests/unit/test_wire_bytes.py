@@ -118,3 +118,21 @@ def test_watch_frames_bytes_parse_back() -> None:
             ended=message.ended,
             failure=message.failure.SerializeToString() if message.HasField("failure") else b"",
         )
+
+
+def test_added_event_bytes() -> None:
+    obj = _objects(1)[0]
+    event = storage_pb2.WatchEvent(
+        type=storage_pb2.WatchEvent.ADDED, object=obj, resource_version=9
+    )
+    assert wire.added_event(obj.SerializeToString(), 9) == event.SerializeToString()
+
+
+def test_list_response_uses_the_encoded_items_it_is_given() -> None:
+    objects = _objects(2)
+    given = ListResult(
+        items=objects, resource_version=4, encoded=[o.SerializeToString() for o in objects]
+    )
+    assert wire.list_response(given) == wire.list_response(
+        ListResult(items=objects, resource_version=4)
+    )
