@@ -26,6 +26,8 @@ from strata import telemetry
 
 # Messages gathered into one batch, at most (one larger message goes alone).
 BATCH_BYTES = 4 * 1024 * 1024
+# The lanes of a PipelineClient: each has a stream of its own (see call).
+ORDINARY, BULK = 0, 1
 # What a call outside a sampled trace is made in: nothing, reused.
 _UNTRACED = contextlib.nullcontext()
 
@@ -192,15 +194,19 @@ class PipelineClient(Generic[C, R]):
         self.size_of, self.failed = size_of, failed
         self._tracer = tracer
         self._ids = itertools.count(1)
-        self._stream: _Stream[C, R] | None = None
+        # The open stream of each lane: ORDINARY's and BULK's.
+        self._streams: list[_Stream[C, R] | None] = [None, None]
 
-    async def call(self, call: C, name: str) -> R:
+    async def call(self, call: C, name: str, *, lane: int = ORDINARY) -> R:
         """call's result; a sampled caller's call goes under a CLIENT span named
-        name and carries its trace context."""
+        name and carries its trace context. A call whose answer may be megabytes
+        (a list) goes in the BULK lane, on a stream of its own: the messages of
+        one stream arrive in order, so a large answer on the ordinary stream
+        would hold up every small one behind it until its last byte arrived."""
         # Most calls: no span, and a do-nothing context manager rather than a
         # coroutine more.
         with self._traced(call, name) if telemetry.sampled() else _UNTRACED:
-            stream, future = self._send(call)
+            stream, future = self._send(call, lane)
             try:
                 return await future
             finally:
@@ -212,12 +218,13 @@ class PipelineClient(Generic[C, R]):
             call.traceparent = parent
             yield
 
-    def _send(self, call: C) -> tuple[_Stream[C, R], asyncio.Future[R]]:
-        """call queued on the open stream (opened if need be), and the future of
-        its result, which the caller forgets from the stream once it has it."""
-        stream = self._stream
+    def _send(self, call: C, lane: int) -> tuple[_Stream[C, R], asyncio.Future[R]]:
+        """call queued on the lane's open stream (opened if need be), and the
+        future of its result, which the caller forgets from the stream once it
+        has it."""
+        stream = self._streams[lane]
         if stream is None or not stream.alive:
-            stream = self._stream = _Stream(self)
+            stream = self._streams[lane] = _Stream(self)
         call.id = next(self._ids)
         future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
         stream.pending[call.id] = future
@@ -225,7 +232,8 @@ class PipelineClient(Generic[C, R]):
         return stream, future
 
     async def close(self) -> None:
-        if self._stream is not None:
-            self._stream.close()
-            await asyncio.gather(self._stream.reader, return_exceptions=True)
-            self._stream = None
+        open_streams = [stream for stream in self._streams if stream is not None]
+        self._streams = [None, None]
+        for stream in open_streams:
+            stream.close()
+        await asyncio.gather(*(stream.reader for stream in open_streams), return_exceptions=True)

@@ -13,7 +13,7 @@ import grpc
 
 from strata import telemetry
 from strata.api.wire import REGISTRY_SERVICE_NAME, rpc_error
-from strata.pipeline import PipelineClient
+from strata.pipeline import BULK, ORDINARY, PipelineClient
 from strata.proto.registry.v1 import registry_pb2, registry_pb2_grpc
 
 
@@ -42,8 +42,10 @@ class RegistryClient:
     async def close(self) -> None:
         await self._pipeline.close()
 
-    async def _call(self, method: str, call: registry_pb2.Call) -> registry_pb2.Result:
-        result = await self._pipeline.call(call, f"{REGISTRY_SERVICE_NAME}/{method}")
+    async def _call(
+        self, method: str, call: registry_pb2.Call, *, lane: int = ORDINARY
+    ) -> registry_pb2.Result:
+        result = await self._pipeline.call(call, f"{REGISTRY_SERVICE_NAME}/{method}", lane=lane)
         if result.WhichOneof("response") == "failure":
             raise rpc_error(result.failure)
         return result
@@ -55,7 +57,7 @@ class RegistryClient:
         return (await self._call("Get", registry_pb2.Call(get=request))).object
 
     async def List(self, request: registry_pb2.ListRequest) -> registry_pb2.ListResponse:
-        return (await self._call("List", registry_pb2.Call(list=request))).list
+        return (await self._call("List", registry_pb2.Call(list=request), lane=BULK)).list
 
     async def Update(self, request: registry_pb2.UpdateRequest) -> registry_pb2.ObjectResponse:
         return (await self._call("Update", registry_pb2.Call(update=request))).object
@@ -67,7 +69,7 @@ class RegistryClient:
         self, request: registry_pb2.DeleteCollectionRequest
     ) -> registry_pb2.ListResponse:
         call = registry_pb2.Call(delete_collection=request)
-        return (await self._call("DeleteCollection", call)).list
+        return (await self._call("DeleteCollection", call, lane=BULK)).list
 
 
 _clients: weakref.WeakKeyDictionary[grpc.aio.Channel, RegistryClient] = weakref.WeakKeyDictionary()

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import grpc
 
 from strata import telemetry
+from strata.pipeline import BULK, ORDINARY
 from strata.proto.storage.v1 import storage_pb2, storage_pb2_grpc
 from strata.storage._interface import (
     GetOptions,
@@ -111,13 +112,16 @@ class GrpcStorage:
         if self._pipeline is not None:
             await self._pipeline.close()
 
-    async def _unary(self, method: str, field: str, request: Any, answer: str) -> Any:
-        """request sent as method (pipelined when enabled); the named part of its answer."""
+    async def _unary(
+        self, method: str, field: str, request: Any, answer: str, *, lane: int = ORDINARY
+    ) -> Any:
+        """request sent as method (pipelined when enabled, in lane); the named
+        part of its answer."""
         if self._pipeline is None:
             return await _call(getattr(self._stub, method)(request))
         call = storage_pb2.Call()
         getattr(call, field).CopyFrom(request)
-        result = await self._pipeline.call(call, f"{SERVICE_NAME}/{method}")
+        result = await self._pipeline.call(call, f"{SERVICE_NAME}/{method}", lane=lane)
         if result.WhichOneof("response") == "failure":
             raise from_failure(result.failure)
         return getattr(result, answer)
@@ -146,7 +150,9 @@ class GrpcStorage:
             predicate=predicate_message(opts.predicate),
         )
         setattr(request, "continue", opts.continue_token)  # a Python keyword
-        response: storage_pb2.ListResponse = await self._unary("List", "list", request, "list")
+        response: storage_pb2.ListResponse = await self._unary(
+            "List", "list", request, "list", lane=BULK
+        )
         return _list_result(response)
 
     async def update(

@@ -5,6 +5,8 @@ reconnects."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
 
 import grpc
 import pytest
@@ -92,6 +94,45 @@ async def test_a_failing_call_is_answered_not_left_waiting() -> None:
         async with asyncio.timeout(10):
             with pytest.raises(StorageError, match="RuntimeError: bug"):
                 await store.get("/things/ns/a")
+    finally:
+        await store.close()
+        await channel.close()
+        await server.stop(None)
+
+
+class _CountingStreams(StorageServicer):
+    """A StorageServicer that counts the Pipeline streams opened to it."""
+
+    opened = 0
+
+    async def Pipeline(  # type: ignore[override]  # yields Results as bytes, as its base does
+        self, request_iterator: Any, context: Any
+    ) -> AsyncIterator[bytes]:
+        _CountingStreams.opened += 1
+        async for results in super().Pipeline(request_iterator, context):
+            yield results
+
+
+async def test_lists_go_on_a_stream_of_their_own(etcd: Etcd) -> None:
+    """A list's answer may be megabytes, and a stream's messages arrive in
+    order: the small calls' answers must not queue behind it on one stream."""
+    port = free_port()
+    server = grpc.aio.server()
+    add_to_server(_CountingStreams(EtcdStorage(etcd, "/pipeline-lanes")), server)
+    server.add_insecure_port(f"127.0.0.1:{port}")
+    await server.start()
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+    store = GrpcStorage(channel)
+    _CountingStreams.opened = 0
+    try:
+        await store.create("/things/ns/a", OBJ)
+        assert _CountingStreams.opened == 1
+        await asyncio.gather(store.list("/things/"), store.get("/things/ns/a"))
+        assert _CountingStreams.opened == 2
+        for _ in range(3):
+            listed, got = await asyncio.gather(store.list("/things/"), store.get("/things/ns/a"))
+            assert [o.key for o in listed.items] == [got.key]
+        assert _CountingStreams.opened == 2  # one stream a lane, kept
     finally:
         await store.close()
         await channel.close()
