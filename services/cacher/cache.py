@@ -338,8 +338,9 @@ class WatchCache:
             keys = self._keys_under(prefix)
         items: list[Object] = []
         encoded: list[bytes] = []
+        objects = self._objects
         for examined, key in enumerate(keys, 1):
-            obj = self._objects[key]
+            obj = objects[key]
             if not matches(obj):
                 continue
             items.append(obj)

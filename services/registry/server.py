@@ -87,23 +87,22 @@ def _list_response(page: Page) -> registry_pb2.ListResponse:
     return response
 
 
-_RESULT_KEYS = protowire.result_keys({"object": 2, "list": 3, "failure": 4})  # registry.proto
+# The answer fields of a Result (registry.proto), by name.
+_result = protowire.ResultWriter({"object": 2, "list": 3, "failure": 4})
 
 
 def _list_bytes(page: Page) -> bytes:
     """What _list_response(page) serializes to, written without the message: a
     list of thousands of objects is then one join, not three copies and two
     serializations (see strata.protowire)."""
-    return protowire.repeated_bytes(1, page.items) + protowire.fields(
+    return protowire.repeated_bytes(
+        1,
+        page.items,
         (2, page.resource_version or None),
         (3, page.table or None),
         (4, page.continue_token.encode() or None),
         (5, page.remaining_item_count),
     )
-
-
-def _result(call_id: int, field: str, answer: registry_pb2.Failure) -> bytes:
-    return protowire.result(call_id, _RESULT_KEYS[field], answer.SerializeToString())
 
 
 def _send_initial_events(options: registry_pb2.ListOptions) -> bool | None:
@@ -283,22 +282,22 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
             empty = registry_pb2.Failure(
                 code=grpc.StatusCode.INVALID_ARGUMENT.value[0], details="empty call"
             )
-            return _result(call.id, "failure", empty)
+            return _result(call.id, "failure", empty.SerializeToString())
         method, operation, field = self._operations[kind]
         try:
             name = f"{REGISTRY_SERVICE_NAME}/{method}"
             work = operation(getattr(call, kind))
             answer = await pipeline.continued(_tracer, name, call.traceparent, work)
         except StatusError as e:
-            return _result(call.id, "failure", failure(e))
+            return _result(call.id, "failure", failure(e).SerializeToString())
         except Exception as e:  # a bug must still answer, or the caller waits forever
             _log.exception("pipelined call failed", method=method)
             unexpected = registry_pb2.Failure(
                 code=grpc.StatusCode.UNKNOWN.value[0], details=f"{type(e).__name__}: {e}"
             )
-            return _result(call.id, "failure", unexpected)
+            return _result(call.id, "failure", unexpected.SerializeToString())
         payload = _list_bytes(answer) if field == "list" else answer.SerializeToString()
-        return protowire.result(call.id, _RESULT_KEYS[field], payload)
+        return _result(call.id, field, payload)
 
     async def _watch_target(self, request: registry_pb2.WatchRequest) -> Opened:
         """Where a watch goes; raises the Status that refuses it."""

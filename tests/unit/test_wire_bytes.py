@@ -75,13 +75,13 @@ def test_registry_list_bytes(page: Page) -> None:
 
 
 def test_registry_results_parse_back() -> None:
-    keys = protowire.result_keys({"object": 2, "list": 3, "failure": 4})
+    result = protowire.ResultWriter({"object": 2, "list": 3, "failure": 4})
     page = Page(items=[b'{"kind":"ConfigMap"}'] * 3, resource_version=12, continue_token="c")
     answer = registry_pb2.ObjectResponse(object=b"{}", warnings=["careful"])
     encoded = [
-        protowire.result(1, keys["list"], _list_bytes(page)),
-        protowire.result(2**33, keys["object"], answer.SerializeToString()),
-        protowire.result(3, keys["failure"], registry_pb2.Failure(code=5).SerializeToString()),
+        result(1, "list", _list_bytes(page)),
+        result(2**33, "object", answer.SerializeToString()),
+        result(3, "failure", registry_pb2.Failure(code=5).SerializeToString()),
     ]
     parsed = registry_pb2.Results.FromString(protowire.repeated(encoded)).results
     assert [r.id for r in parsed] == [1, 2**33, 3]
