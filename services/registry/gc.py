@@ -1,6 +1,8 @@
 """Garbage collection by ownerReferences (kube's garbage collector), one round
-every interval over every resource's objects as a strata.client informer per
-resource (over the Registry API, the registry's own) has them; a resource whose
+every interval over the objects that matter to it, as a strata.client informer
+per resource (over the Registry API, the registry's own) has them: only objects
+with ownerReferences or a deletionTimestamp, so the events of every other
+object never travel to it (an owner is read live when needed). A resource whose
 informer has not synced yet waits for a later round:
 
 - A dependent whose owners are all gone is deleted (background cascading: its
@@ -99,7 +101,8 @@ class GarbageCollector:
         key = (r.group, r.version, r.name)
         informer = self._informers.get(key)
         if informer is None:
-            informer = self._informers[key] = informer_for(self._registry, r)
+            informer = informer_for(self._registry, r, owned_or_deleting=True)
+            self._informers[key] = informer
             informer.start()
         return informer.indexer.list() if informer.has_synced() else None
 
@@ -112,11 +115,7 @@ class GarbageCollector:
         served = {(s.resource.group, s.resource.version, s.resource.name) for s in distinct}
         await self._stop(set(self._informers) - served)  # a custom resource went away
         for store in distinct:
-            # Only owned objects and objects being deleted matter.
-            for obj in self._objects(store) or ():
-                metadata = obj.get("metadata") or {}
-                if metadata.get("ownerReferences") or metadata.get("deletionTimestamp"):
-                    nodes.append(Node(store, obj))
+            nodes += (Node(store, obj) for obj in self._objects(store) or ())
         dependents: dict[str, list[Node]] = {}
         for node in nodes:
             for reference in node.references():

@@ -28,15 +28,22 @@ def client_resource(served: Served) -> Resource:
     )
 
 
-def informer_for(registry: grpc.aio.Channel, served: Served, **options: Any) -> SharedIndexInformer:
-    return SharedIndexInformer(RegistryResourceClient(registry, client_resource(served)), **options)
+def informer_for(
+    registry: grpc.aio.Channel, served: Served, *, owned_or_deleting: bool = False
+) -> SharedIndexInformer:
+    """An informer on served's objects (only those with ownerReferences or a
+    deletionTimestamp when owned_or_deleting: see RegistryResourceClient)."""
+    client = RegistryResourceClient(
+        registry, client_resource(served), owned_or_deleting=owned_or_deleting
+    )
+    return SharedIndexInformer(client)
 
 
 class Informed:
     """One resource's objects as an informer keeps them."""
 
-    def __init__(self, registry: grpc.aio.Channel, served: Served, **options: Any) -> None:
-        self.informer = informer_for(registry, served, **options)
+    def __init__(self, registry: grpc.aio.Channel, served: Served) -> None:
+        self.informer = informer_for(registry, served)
 
     async def objects(self) -> list[Obj]:
         """Every object, once the informer has synced (started on first ask);

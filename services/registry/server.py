@@ -77,6 +77,15 @@ def _rendering(message: registry_pb2.Rendering) -> Rendering:
     return Rendering(as_table=message.as_table, include_object=message.include_object)
 
 
+def _selection(store: Store, namespace: str, options: registry_pb2.ListOptions) -> Selection:
+    return store.selection(
+        namespace,
+        options.label_selector,
+        options.field_selector,
+        owned_or_deleting=options.owned_or_deleting,
+    )
+
+
 def _list_response(page: Page) -> registry_pb2.ListResponse:
     response = registry_pb2.ListResponse(
         items=page.items, resource_version=page.resource_version, table=page.table
@@ -186,7 +195,7 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
         self, ref: registry_pb2.ResourceRef, options: registry_pb2.ListOptions
     ) -> tuple[Store, Selection, Paging]:
         store = await self._store(ref)
-        selection = store.selection(ref.namespace, options.label_selector, options.field_selector)
+        selection = _selection(store, ref.namespace, options)
         paging = Paging(
             resource_version=options.resource_version,
             resource_version_match=options.resource_version_match,
@@ -303,9 +312,7 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
         """Where a watch goes; raises the Status that refuses it."""
         store = await self._store(request.resource)
         options = request.options
-        selection = store.selection(
-            request.resource.namespace, options.label_selector, options.field_selector
-        )
+        selection = _selection(store, request.resource.namespace, options)
         rendering = _rendering(options.rendering)
         key, watch_options = store.watch_target(
             selection,

@@ -568,12 +568,23 @@ class Store:
             return tables.table(self.resource, [value], "", rendering.include_object)
         return value
 
-    def selection(self, namespace: str, label_selector: str, field_selector: str) -> Selection:
+    def selection(
+        self,
+        namespace: str,
+        label_selector: str,
+        field_selector: str,
+        *,
+        owned_or_deleting: bool = False,
+    ) -> Selection:
         return Selection(
             namespace=namespace if self.resource.namespaced else "",
             labels=parse_label_selector(label_selector),
             fields=parse_field_selector(field_selector, self.resource.field_selectors),
-            predicate=Predicate(label_selector=label_selector, field_selector=field_selector),
+            predicate=Predicate(
+                label_selector=label_selector,
+                field_selector=field_selector,
+                owned_or_deleting=owned_or_deleting,
+            ),
         )
 
     async def list(self, selection: Selection, paging: Paging, rendering: Rendering) -> Page:

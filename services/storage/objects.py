@@ -77,6 +77,8 @@ def _envelope(key: str, meta: dict[str, Any], value: bytes, revision: int) -> st
         name=str(meta.get("name", "")),
         uid=str(meta.get("uid", "")),
         labels={str(k): str(v) for k, v in labels.items()},
+        owned=bool(meta.get("ownerReferences")),
+        deleting=bool(meta.get("deletionTimestamp")),
     )
 
 

@@ -29,12 +29,19 @@ def _api_error(e: grpc.aio.AioRpcError) -> ApiError:
 
 
 class RegistryResourceClient:
-    """One resource through the Registry API (see the module docstring)."""
+    """One resource through the Registry API (see the module docstring).
+    owned_or_deleting: lists and watches see only objects with ownerReferences
+    or a deletionTimestamp, as the garbage collector needs them, so the events
+    of every other object never reach it (one moving into or out of that set is
+    ADDED or DELETED, as with a selector)."""
 
-    def __init__(self, channel: grpc.aio.Channel, resource: Resource) -> None:
+    def __init__(
+        self, channel: grpc.aio.Channel, resource: Resource, *, owned_or_deleting: bool = False
+    ) -> None:
         self.registry = registry_client(channel)
         self.stub = self.registry.stub
         self.resource = resource
+        self.owned_or_deleting = owned_or_deleting
 
     def _ref(self, namespace: str | None) -> registry_pb2.ResourceRef:
         r = self.resource
@@ -122,6 +129,7 @@ class RegistryResourceClient:
             resource_version=resource_version,
             limit=limit or 0,
             resource_version_match=resource_version_match,
+            owned_or_deleting=self.owned_or_deleting,
         )
         setattr(options, "continue", continue_)
         ref = self._ref(None if all_namespaces else namespace)
@@ -156,6 +164,7 @@ class RegistryResourceClient:
             resource_version_match=resource_version_match,
             allow_watch_bookmarks=allow_watch_bookmarks,
             timeout_seconds=timeout_seconds or 0,
+            owned_or_deleting=self.owned_or_deleting,
         )
         if send_initial_events is not None:
             options.send_initial_events = send_initial_events

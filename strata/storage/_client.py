@@ -41,7 +41,9 @@ async def _call(response: Awaitable[T]) -> T:
 
 def predicate_message(predicate: Predicate) -> storage_pb2.Predicate:
     return storage_pb2.Predicate(
-        label_selector=predicate.label_selector, field_selector=predicate.field_selector
+        label_selector=predicate.label_selector,
+        field_selector=predicate.field_selector,
+        owned_or_deleting=predicate.owned_or_deleting,
     )
 
 

@@ -28,14 +28,22 @@ MATCHES = ("", NOT_OLDER_THAN, EXACT)
 
 @dataclass(frozen=True, kw_only=True)
 class Predicate:
-    """Label and field selectors in kube's syntax; empty selects everything."""
+    """Label and field selectors in kube's syntax; empty selects everything.
+    owned_or_deleting keeps only objects with ownerReferences or a
+    deletionTimestamp (what the garbage collector acts on; no REST request can
+    ask for it)."""
 
     label_selector: str = ""
     field_selector: str = ""
+    owned_or_deleting: bool = False
 
     @property
     def empty(self) -> bool:
-        return not self.label_selector.strip() and not self.field_selector.strip()
+        return (
+            not self.label_selector.strip()
+            and not self.field_selector.strip()
+            and not self.owned_or_deleting
+        )
 
 
 EVERYTHING = Predicate()

@@ -80,12 +80,15 @@ def ends_initial_events(opts: WatchOptions) -> bool:
 class Matcher:
     labels: LabelSelector
     fields: FieldSelector
+    owned_or_deleting: bool = False
 
     @property
     def everything(self) -> bool:
-        return self.labels.empty and self.fields.empty
+        return self.labels.empty and self.fields.empty and not self.owned_or_deleting
 
     def __call__(self, obj: storage_pb2.Object) -> bool:
+        if self.owned_or_deleting and not (obj.owned or obj.deleting):
+            return False
         if not self.labels.empty and not self.labels.matches(obj.labels):
             return False
         if not self.fields.empty:
@@ -100,6 +103,7 @@ def compile_predicate(key: str, predicate: Predicate) -> Matcher:
         return Matcher(
             parse_label_selector(predicate.label_selector),
             parse_field_selector(predicate.field_selector, FIELDS),
+            predicate.owned_or_deleting,
         )
     except StatusError as e:
         raise InvalidRequest(key, e.message) from None

@@ -46,7 +46,11 @@ async def _answer(context: Context, call: Awaitable[T]) -> T:
 
 
 def _predicate(message: storage_pb2.Predicate) -> Predicate:
-    return Predicate(label_selector=message.label_selector, field_selector=message.field_selector)
+    return Predicate(
+        label_selector=message.label_selector,
+        field_selector=message.field_selector,
+        owned_or_deleting=message.owned_or_deleting,
+    )
 
 
 @runtime_checkable

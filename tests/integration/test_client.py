@@ -334,6 +334,53 @@ async def test_informers_run_on_the_registry_api_too(rest: RestClient, system: S
         )
 
 
+async def test_a_registry_client_can_see_only_owned_or_deleting_objects(
+    rest: RestClient, system: System
+) -> None:
+    """What the garbage collector's informers run on: objects with ownerReferences
+    or a deletionTimestamp, one moving in or out seen as added or deleted."""
+    assert system.endpoints is not None
+    ns = await namespace(rest, "owned")
+    cms = DynamicClient(rest).resource(CONFIGMAPS)
+    owner = await cms.create(config_map("owner"), ns)
+    reference = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner"}
+    reference["uid"] = owner["metadata"]["uid"]
+    owned = {"metadata": {"ownerReferences": [reference]}}
+    dependent = config_map("dependent")
+    dependent["metadata"]["ownerReferences"] = [reference]
+    await cms.create(dependent, ns)
+    await cms.create(config_map("other"), ns)
+    async with grpc.aio.insecure_channel(system.endpoints.registry) as channel:
+        registry = RegistryResourceClient(channel, CONFIGMAPS, owned_or_deleting=True)
+        listed = await registry.list(ns)
+        assert [o["metadata"]["name"] for o in listed["items"]] == ["dependent"]
+        informer = SharedIndexInformer(registry, namespace=ns)
+        seen = Recorder()
+        informer.add_event_handler(seen.handler())
+        informer.start()
+        try:
+            assert await informer.wait_for_cache_sync(30)
+            await cms.patch("other", {"data": {"v": "1"}}, ns)  # not seen
+            await cms.patch("other", owned, ns)
+            await cms.patch("dependent", {"metadata": {"ownerReferences": None}}, ns)
+            await cms.patch("owner", {"metadata": {"finalizers": ["example.com/hold"]}}, ns)
+            await cms.delete("owner", ns)
+            await eventually(lambda: len(seen.events) == 4)
+            assert [(kind, name) for kind, name, _ in seen.events] == [
+                ("add", "dependent"),
+                ("add", "other"),
+                ("delete", "dependent"),
+                ("add", "owner"),
+            ]
+            assert sorted(o["metadata"]["name"] for o in informer.indexer.list()) == [
+                "other",
+                "owner",
+            ]
+        finally:
+            await informer.stop()
+            await cms.patch("owner", {"metadata": {"finalizers": None}}, ns)
+
+
 async def test_watch_list_mode_syncs_without_a_list(rest: RestClient) -> None:
     ns = await namespace(rest, "wl")
     cms = DynamicClient(rest).resource(CONFIGMAPS)

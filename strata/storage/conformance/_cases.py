@@ -420,6 +420,37 @@ async def list_filters_by_field_selector(suite: Suite) -> None:
     assert [o.key for o in elsewhere.items] == [f"{root}ns2/a", f"{root}ns2/b"]
 
 
+OWNED = {"ownerReferences": [{"apiVersion": "v1", "kind": "Thing", "name": "o", "uid": "u"}]}
+DELETING = {"deletionTimestamp": "2026-01-01T00:00:00Z", "finalizers": ["example.com/f"]}
+OWNED_OR_DELETING = Predicate(owned_or_deleting=True)
+
+
+@case
+async def list_owned_or_deleting_keeps_what_the_garbage_collector_needs(suite: Suite) -> None:
+    root = suite.prefix()
+    for name, meta in (("a", {}), ("b", OWNED), ("c", DELETING), ("d", {"ownerReferences": []})):
+        await suite.storage.create(f"{root}ns/{name}", obj(name, meta=meta))
+    listed = await suite.storage.list(root, ListOptions(predicate=OWNED_OR_DELETING))
+    assert [o.name for o in listed.items] == ["b", "c"]
+    assert [(o.owned, o.deleting) for o in listed.items] == [(True, False), (False, True)]
+    first = await suite.storage.list(root, ListOptions(limit=1, predicate=OWNED_OR_DELETING))
+    assert [o.name for o in first.items] == ["b"]
+    rest = await suite.storage.list(
+        root,
+        ListOptions(limit=1, continue_token=first.continue_token, predicate=OWNED_OR_DELETING),
+    )
+    assert [o.name for o in rest.items] == ["c"]
+
+
+@case
+async def watch_owned_or_deleting_follows_objects_into_and_out_of_it(suite: Suite) -> None:
+    inside = obj("a", meta={**OWNED, **DELETING})
+    seen = await _followed_into_and_out_of(
+        suite, OWNED_OR_DELETING, obj("a"), obj("a", meta=OWNED), inside
+    )
+    assert (seen[1].object.owned, seen[1].object.deleting) == (True, True)
+
+
 @case
 async def list_with_selector_and_limit_returns_at_most_limit_per_page(suite: Suite) -> None:
     root = suite.prefix()
@@ -957,41 +988,47 @@ async def watch_deleted_event_carries_the_last_state(suite: Suite) -> None:
     )
 
 
-@case
-async def watch_with_a_predicate_follows_objects_into_and_out_of_it(suite: Suite) -> None:
+async def _followed_into_and_out_of(
+    suite: Suite, predicate: Predicate, outside: bytes, inside: bytes, inside_changed: bytes
+) -> list[Event]:
+    """What a watch with predicate sees of one object created outside it, moved
+    inside, changed inside, moved outside and deleted: ADDED, MODIFIED and
+    DELETED at the revisions of the three updates, and nothing else."""
     root = suite.prefix()
     key = f"{root}ns/a"
     start = await suite.storage.create(f"{root}ns/anchor", obj("anchor"))
     stream = suite.storage.watch(
-        root,
-        WatchOptions(
-            resource_version=str(start.resource_version),
-            predicate=Predicate(label_selector="app=web"),
-        ),
+        root, WatchOptions(resource_version=str(start.resource_version), predicate=predicate)
     )
-    v1 = await suite.storage.create(key, obj("a", labels={"app": "db"}))
-    v2 = await suite.storage.update(
-        key, obj("a", labels={"app": "web"}), expected_resource_version=v1.resource_version
-    )
-    v3 = await suite.storage.update(
-        key, obj("a", labels={"app": "web"}, k="v"), expected_resource_version=v2.resource_version
-    )
-    v4 = await suite.storage.update(
-        key, obj("a", labels={"app": "db"}), expected_resource_version=v3.resource_version
-    )
+    revision = (await suite.storage.create(key, outside)).resource_version
+    revisions = []
+    for body in (inside, inside_changed, outside):
+        updated = await suite.storage.update(key, body, expected_resource_version=revision)
+        revision = updated.resource_version
+        revisions.append(revision)
     await suite.storage.delete(key)  # no longer matching: not seen
     seen = await events(stream, 3)
     await quiet(stream, 0.3)
     await stream.aclose()
-    assert [(e.type, e.resource_version) for e in seen] == [
-        (Event.ADDED, v2.resource_version),
-        (Event.MODIFIED, v3.resource_version),
-        (Event.DELETED, v4.resource_version),
-    ]
+    assert [(e.type, e.resource_version) for e in seen] == list(
+        zip((Event.ADDED, Event.MODIFIED, Event.DELETED), revisions, strict=True)
+    )
+    return seen
+
+
+@case
+async def watch_with_a_predicate_follows_objects_into_and_out_of_it(suite: Suite) -> None:
+    seen = await _followed_into_and_out_of(
+        suite,
+        Predicate(label_selector="app=web"),
+        obj("a", labels={"app": "db"}),
+        obj("a", labels={"app": "web"}),
+        obj("a", labels={"app": "web"}, k="v"),
+    )
     # The DELETED event shows the last state that matched, at the revision it stopped.
     body = orjson.loads(seen[2].object.value)
     assert body["metadata"]["labels"] == {"app": "web"}
-    assert body["metadata"]["resourceVersion"] == str(v4.resource_version)
+    assert body["metadata"]["resourceVersion"] == str(seen[2].resource_version)
 
 
 @case

@@ -61,11 +61,17 @@ class Suite:
 
 
 def obj(
-    name: str, namespace: str = "ns", labels: dict[str, str] | None = None, **data: str
+    name: str,
+    namespace: str = "ns",
+    labels: dict[str, str] | None = None,
+    meta: dict[str, Any] | None = None,
+    **data: str,
 ) -> bytes:
+    """A small object's JSON; meta: more metadata fields."""
     metadata: dict[str, Any] = {"name": name, "namespace": namespace, "uid": f"uid-{name}"}
     if labels:
         metadata["labels"] = labels
+    metadata.update(meta or {})
     return orjson.dumps({"apiVersion": "v1", "kind": "Thing", "metadata": metadata, "data": data})
 
 

@@ -601,6 +601,7 @@ class ListOptions(_message.Message):
     ALLOW_WATCH_BOOKMARKS_FIELD_NUMBER: _builtins.int
     SEND_INITIAL_EVENTS_FIELD_NUMBER: _builtins.int
     TIMEOUT_SECONDS_FIELD_NUMBER: _builtins.int
+    OWNED_OR_DELETING_FIELD_NUMBER: _builtins.int
     label_selector: _builtins.str
     field_selector: _builtins.str
     resource_version: _builtins.str
@@ -616,6 +617,10 @@ class ListOptions(_message.Message):
     """
     timeout_seconds: _builtins.int
     """Watches only: timeoutSeconds (0 = none)."""
+    owned_or_deleting: _builtins.bool
+    """Only objects with ownerReferences or a deletionTimestamp (the registry's
+    garbage collector asks for these; not part of kube's ListOptions).
+    """
     @_builtins.property
     def rendering(self) -> Global___Rendering: ...
     def __init__(
@@ -630,10 +635,11 @@ class ListOptions(_message.Message):
         allow_watch_bookmarks: _builtins.bool = ...,
         send_initial_events: _builtins.bool | None = ...,
         timeout_seconds: _builtins.int = ...,
+        owned_or_deleting: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_send_initial_events", b"_send_initial_events", "rendering", b"rendering", "send_initial_events", b"send_initial_events"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_send_initial_events", b"_send_initial_events", "allow_watch_bookmarks", b"allow_watch_bookmarks", "continue", b"continue", "field_selector", b"field_selector", "label_selector", b"label_selector", "limit", b"limit", "rendering", b"rendering", "resource_version", b"resource_version", "resource_version_match", b"resource_version_match", "send_initial_events", b"send_initial_events", "timeout_seconds", b"timeout_seconds"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_send_initial_events", b"_send_initial_events", "allow_watch_bookmarks", b"allow_watch_bookmarks", "continue", b"continue", "field_selector", b"field_selector", "label_selector", b"label_selector", "limit", b"limit", "owned_or_deleting", b"owned_or_deleting", "rendering", b"rendering", "resource_version", b"resource_version", "resource_version_match", b"resource_version_match", "send_initial_events", b"send_initial_events", "timeout_seconds", b"timeout_seconds"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__send_initial_events: _TypeAlias = _typing.Literal["send_initial_events"]  # noqa: Y015
     _WhichOneofArgType__send_initial_events: _TypeAlias = _typing.Literal["_send_initial_events", b"_send_initial_events"]  # noqa: Y015

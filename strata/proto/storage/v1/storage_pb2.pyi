@@ -322,17 +322,24 @@ class Predicate(_message.Message):
 
     LABEL_SELECTOR_FIELD_NUMBER: _builtins.int
     FIELD_SELECTOR_FIELD_NUMBER: _builtins.int
+    OWNED_OR_DELETING_FIELD_NUMBER: _builtins.int
     label_selector: _builtins.str
     field_selector: _builtins.str
+    owned_or_deleting: _builtins.bool
+    """Only objects with metadata.ownerReferences or a metadata.deletionTimestamp:
+    the ones the garbage collector acts on. Not a kube field selector, so no
+    REST request can ask for it.
+    """
     def __init__(
         self,
         *,
         label_selector: _builtins.str = ...,
         field_selector: _builtins.str = ...,
+        owned_or_deleting: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["field_selector", b"field_selector", "label_selector", b"label_selector"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["field_selector", b"field_selector", "label_selector", b"label_selector", "owned_or_deleting", b"owned_or_deleting"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -374,6 +381,8 @@ class Object(_message.Message):
     UID_FIELD_NUMBER: _builtins.int
     LABELS_FIELD_NUMBER: _builtins.int
     STALE_FIELD_NUMBER: _builtins.int
+    OWNED_FIELD_NUMBER: _builtins.int
+    DELETING_FIELD_NUMBER: _builtins.int
     key: _builtins.str
     value: _builtins.bytes
     """The object's JSON, metadata.resourceVersion set on the way out."""
@@ -385,6 +394,10 @@ class Object(_message.Message):
     """Read through an encryption provider other than the one that writes (a
     rotated key): an update must write it even unchanged, to re-encrypt it.
     """
+    owned: _builtins.bool
+    """metadata.ownerReferences is not empty."""
+    deleting: _builtins.bool
+    """metadata.deletionTimestamp is set (the object waits for its finalizers)."""
     @_builtins.property
     def labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
     def __init__(
@@ -398,10 +411,12 @@ class Object(_message.Message):
         uid: _builtins.str = ...,
         labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         stale: _builtins.bool = ...,
+        owned: _builtins.bool = ...,
+        deleting: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "labels", b"labels", "name", b"name", "namespace", b"namespace", "resource_version", b"resource_version", "stale", b"stale", "uid", b"uid", "value", b"value"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deleting", b"deleting", "key", b"key", "labels", b"labels", "name", b"name", "namespace", b"namespace", "owned", b"owned", "resource_version", b"resource_version", "stale", b"stale", "uid", b"uid", "value", b"value"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
