@@ -100,10 +100,10 @@ def _list_response(page: Page) -> registry_pb2.ListResponse:
 _result = protowire.ResultWriter({"object": 2, "list": 3, "failure": 4})
 
 
-def _list_bytes(page: Page) -> bytes:
-    """What _list_response(page) serializes to, written without the message: a
-    list of thousands of objects is then one join, not three copies and two
-    serializations (see strata.protowire)."""
+def _list_bytes(page: Page) -> protowire.Pieces:
+    """What _list_response(page) serializes to, written without the message and
+    left in pieces: a list of thousands of objects is copied once, into the
+    Results carrying it (see strata.protowire)."""
     return protowire.repeated_bytes(
         1,
         page.items,
@@ -280,12 +280,12 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
         self, request_iterator: AsyncIterator[registry_pb2.Calls], context: Context
     ) -> AsyncIterator[bytes]:
         calls = (message.calls async for message in request_iterator)
-        async for batch in pipeline.serve(calls, self._execute, len):
+        async for batch in pipeline.serve(calls, self._execute, protowire.size_of):
             yield protowire.repeated(batch)
 
-    async def _execute(self, call: registry_pb2.Call) -> bytes:
-        """One pipelined call's Result as wire bytes; a failure as its unary RPC
-        would have ended."""
+    async def _execute(self, call: registry_pb2.Call) -> protowire.Encoded:
+        """One pipelined call's Result as wire bytes (in pieces for a list); a
+        failure as its unary RPC would have ended."""
         kind = call.WhichOneof("request")
         if kind is None:
             empty = registry_pb2.Failure(

@@ -256,8 +256,8 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
 
     # --- the pipeline ------------------------------------------------------------
 
-    async def _execute(self, call: storage_pb2.Call) -> bytes:
-        """The Result of one pipelined call, as wire bytes."""
+    async def _execute(self, call: storage_pb2.Call) -> protowire.Encoded:
+        """The Result of one pipelined call, as wire bytes (in pieces for a list)."""
         kind = call.WhichOneof("request")
         if kind is None:
             empty = storage_pb2.Failure(error="InvalidRequest", message="empty call")
@@ -281,7 +281,7 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
     ) -> AsyncIterator[bytes]:
         """Yields Results as wire bytes (see add_to_server for the serializer)."""
         calls = (message.calls async for message in request_iterator)
-        async for batch in pipeline.serve(calls, self._execute, len):
+        async for batch in pipeline.serve(calls, self._execute, protowire.size_of):
             yield protowire.repeated(batch)
 
 

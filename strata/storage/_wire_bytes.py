@@ -22,8 +22,8 @@ result = protowire.ResultWriter(
 )
 
 
-def list_response(listed: ListResult) -> bytes:
-    """ListResponse bytes for listed."""
+def list_response(listed: ListResult) -> protowire.Pieces:
+    """ListResponse bytes for listed, in pieces."""
     encoded = listed.encoded
     if encoded is None:
         encoded = [item.SerializeToString() for item in listed.items]
