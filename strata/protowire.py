@@ -7,9 +7,8 @@ work; written as bytes it is one pass and a join. A list answer stays in its
 pieces (Pieces) until the Results carrying it is joined: each copy of a 6 MB
 answer costs milliseconds (fresh pages to fault in, then the copy). What these
 functions write is exactly what the messages serialize to, so the other end
-parses it as usual
-(tests/unit/test_wire_bytes.py checks), and a servicer sends it with `identity`
-as its response serializer (see strata.service.add_servicer).
+parses it as usual (tests/unit/test_wire_bytes.py checks), and a servicer sends
+it with `identity` as its response serializer (see strata.service.add_servicer).
 """
 
 from __future__ import annotations
@@ -101,8 +100,8 @@ _FIRST = key(1, LEN)
 
 
 def repeated(encoded: Sequence[Encoded]) -> bytes:
-    """The bytes of a message whose field 1 repeats the given messages (Results of
-    Results, WatchFrames of WatchFrames), in one join."""
+    """The bytes of a message whose field 1 repeats the given messages (a Results
+    of Result messages, a WatchFrames of WatchFrame messages), in one join."""
     parts: list[bytes] = []
     for message in encoded:
         if isinstance(message, Pieces):

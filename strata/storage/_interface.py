@@ -37,14 +37,6 @@ class Predicate:
     field_selector: str = ""
     owned_or_deleting: bool = False
 
-    @property
-    def empty(self) -> bool:
-        return (
-            not self.label_selector.strip()
-            and not self.field_selector.strip()
-            and not self.owned_or_deleting
-        )
-
 
 EVERYTHING = Predicate()
 
