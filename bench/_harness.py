@@ -1,8 +1,8 @@
 """What the end-to-end benchmarks share: the whole system started as `make run`
 starts it (tracing on at the default sampling rate, exported over OTLP to a
-receiver in this process), an HTTPS session to its gateway, a process's CPU
-time, results written to bench/results/, and a percentile that reads the same in
-every report."""
+receiver in this process), a lone etcd for the benchmarks that bring their own
+server, an HTTPS session to its gateway, a process's CPU time, results written
+to bench/results/, and a percentile that reads the same in every report."""
 
 from __future__ import annotations
 
@@ -11,19 +11,20 @@ import math
 import os
 import platform
 import ssl
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from strata.dev import OtlpReceiver, System
+from strata.dev import OtlpReceiver, System, etcd_command, find_etcd, free_port
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -50,6 +51,25 @@ def running_system() -> Iterator[System]:
                 system.stop()
     finally:
         otlp.stop()
+
+
+def start_etcd(home: Path, output: IO[bytes] | int) -> tuple[subprocess.Popen[bytes], str]:
+    """An etcd process on loopback with its data in home (and room for a long
+    benchmark's writes), and its client address; output takes its logs."""
+    client, peer = free_port(), free_port()
+    address = f"127.0.0.1:{client}"
+    process = subprocess.Popen(
+        etcd_command(
+            find_etcd(),
+            data_dir=home / "etcd",
+            client_url=f"http://{address}",
+            peer_port=peer,
+            extra=("--quota-backend-bytes=8589934592",),
+        ),
+        stdout=output,
+        stderr=output,
+    )
+    return process, address
 
 
 def gateway_session(

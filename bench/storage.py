@@ -39,9 +39,9 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._harness import cpu_seconds
+from bench._harness import cpu_seconds, start_etcd
 from strata import service
-from strata.dev import OtlpReceiver, etcd_command, find_etcd, free_port
+from strata.dev import OtlpReceiver, free_port
 from strata.etcd import Etcd, prefix_end
 from strata.storage import GrpcStorage, ListOptions
 
@@ -217,20 +217,9 @@ def main() -> int:
     otlp = OtlpReceiver()
     otlp.start()
     with tempfile.TemporaryDirectory(prefix="strata-bench-") as home:
-        client, peer, listen = free_port(), free_port(), free_port()
-        etcd_address = f"127.0.0.1:{client}"
+        listen = free_port()
         logs = open(Path(home) / "processes.log", "ab")  # noqa: SIM115 - held by the children
-        etcd = subprocess.Popen(
-            etcd_command(
-                find_etcd(),
-                data_dir=Path(home) / "etcd",
-                client_url=f"http://{etcd_address}",
-                peer_port=peer,
-                extra=("--quota-backend-bytes=8589934592",),
-            ),
-            stdout=logs,
-            stderr=logs,
-        )
+        etcd, etcd_address = start_etcd(Path(home), logs)
         storage = subprocess.Popen(
             [
                 sys.executable,
