@@ -4,14 +4,15 @@ against in the same way.
 
 It is the gateway's stack (aiohttp on uvloop, TLS with the same kind of
 certificate, strata's etcd client) with two routes on ConfigMaps and nothing
-else: a POST parses the JSON body, puts the namespace in and writes it with one
+else: a POST parses the JSON body, puts in the namespace and what every server
+stamps (uid, creationTimestamp, managedFields) and writes it with one
 create-if-absent etcd Txn (the one etcd call a strata create makes), answering
 201 with the object at its resourceVersion; a watch (GET with watch=1) gets a
 chunked response, and one etcd watch on every ConfigMap has each new one
 framed once and written to every open watch response, as the gateway does.
-No authentication, admission, defaulting, validation, uid, managedFields,
-watch cache, tracing or namespace filtering: whatever a real server does on
-top costs more, so the floor's numbers bound what any can reach here.
+No authentication, admission, defaulting, validation, watch cache, tracing or
+namespace filtering: whatever a real server does on top costs more, so the
+floor's numbers bound what any can reach here.
 """
 
 from __future__ import annotations
@@ -21,9 +22,12 @@ import multiprocessing
 import ssl
 import subprocess
 import tempfile
+import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 import orjson
@@ -70,7 +74,24 @@ async def _serve(port: int, etcd_address: str, cert: str, key: str) -> None:
         namespace = request.match_info["namespace"]
         body = orjson.loads(await request.read())
         metadata = body["metadata"]
-        metadata["namespace"] = namespace
+        # What every API server stamps on a create, so that objects and events
+        # weigh what strata's and kube's do.
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        metadata.update(
+            namespace=namespace,
+            creationTimestamp=now,
+            managedFields=[
+                {
+                    "manager": request.headers.get("User-Agent", "").split("/")[0],
+                    "operation": "Update",
+                    "apiVersion": body.get("apiVersion", "v1"),
+                    "time": now,
+                    "fieldsType": "FieldsV1",
+                    "fieldsV1": {"f:data": {f"f:{key}": {} for key in body.get("data", {})}},
+                }
+            ],
+            uid=str(uuid.uuid4()),
+        )
         key = PREFIX + f"{namespace}/{metadata['name']}".encode()
         answer = await etcd.txn(_create_request(key, orjson.dumps(body)))
         if not answer.succeeded:
@@ -128,10 +149,12 @@ def _server(port: int, etcd_address: str, cert: str, key: str) -> None:
     service.run(_serve(port, etcd_address, cert, key))
 
 
-async def _ready(url: str, ca_file: Path) -> None:
+async def _ready(url: str, ca_file: Path, server: BaseProcess) -> None:
     session = gateway_session(url, ca_file, "floor")
     try:
         for attempt in range(100):
+            if not server.is_alive():
+                raise RuntimeError(f"the floor server exited ({server.exitcode})")
             body = {"metadata": {"name": f"ready-{attempt}"}}
             try:
                 async with session.post(ROUTE.format(namespace="ready"), json=body) as resp:
@@ -159,7 +182,7 @@ def running_floor() -> Iterator[Floor]:
         try:
             assert floor.pid is not None
             url = f"https://127.0.0.1:{port}"
-            asyncio.run(_ready(url, ca))
+            asyncio.run(_ready(url, ca, floor))
             yield Floor(url, ca, etcd_address, {"floor": floor.pid, "etcd": etcd.pid})
         finally:
             floor.terminate()
