@@ -87,13 +87,13 @@ async def _serve(port: int, etcd_address: str, cert: str, key: str) -> None:
                     "apiVersion": body.get("apiVersion", "v1"),
                     "time": now,
                     "fieldsType": "FieldsV1",
-                    "fieldsV1": {"f:data": {f"f:{key}": {} for key in body.get("data", {})}},
+                    "fieldsV1": {"f:data": {f"f:{field}": {} for field in body.get("data", {})}},
                 }
             ],
             uid=str(uuid.uuid4()),
         )
-        key = PREFIX + f"{namespace}/{metadata['name']}".encode()
-        answer = await etcd.txn(_create_request(key, orjson.dumps(body)))
+        etcd_key = PREFIX + f"{namespace}/{metadata['name']}".encode()
+        answer = await etcd.txn(_create_request(etcd_key, orjson.dumps(body)))
         if not answer.succeeded:
             return web.Response(status=409)
         metadata["resourceVersion"] = str(answer.header.revision)
@@ -107,10 +107,8 @@ async def _serve(port: int, etcd_address: str, cert: str, key: str) -> None:
         transport = request.transport
         assert transport is not None
         watchers.add(transport)
-        try:
-            await asyncio.Event().wait()  # until the client goes
-        finally:
-            watchers.discard(transport)
+        # Held open: fan_out drops the transport once its client has gone.
+        await asyncio.Event().wait()
         return response
 
     async def fan_out() -> None:

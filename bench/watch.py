@@ -152,6 +152,8 @@ async def _watchers(share: _Share, queue: Queue[Any], everyone: Barrier) -> None
     for task in pending:
         task.cancel()
     failures = [repr(t.exception()) for t in done if t.exception() is not None]
+    if not release.is_set():
+        everyone.abort()  # no one waits for a process that gave up
     releasing.cancel()
     await session.close()
     queue.put(("done", received, duplicates[0], failures[:5]))
