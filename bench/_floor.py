@@ -56,7 +56,8 @@ class Floor:
     processes: dict[str, int]
 
 
-def _create_request(key: bytes, value: bytes) -> rpc_pb2.TxnRequest:
+def create_request(key: bytes, value: bytes) -> rpc_pb2.TxnRequest:
+    """The create-if-absent Txn of key (what a storage create sends etcd)."""
     request = rpc_pb2.TxnRequest()
     compare = request.compare.add()
     compare.key, compare.target = key, rpc_pb2.Compare.CREATE
@@ -93,7 +94,7 @@ async def _serve(port: int, etcd_address: str, cert: str, key: str) -> None:
             uid=str(uuid.uuid4()),
         )
         etcd_key = PREFIX + f"{namespace}/{metadata['name']}".encode()
-        answer = await etcd.txn(_create_request(etcd_key, orjson.dumps(body)))
+        answer = await etcd.txn(create_request(etcd_key, orjson.dumps(body)))
         if not answer.succeeded:
             return web.Response(status=409)
         metadata["resourceVersion"] = str(answer.header.revision)

@@ -1,6 +1,7 @@
 """Storage service throughput next to raw etcd, in one run on one machine.
 
     python bench/storage.py [--seconds 3] [--rounds 5] [--concurrency 1,16,64] [--page-items 1000]
+                            [--floor]
 
 Starts etcd and the storage service (tracing on at the default sampling rate,
 exported over OTLP to a receiver in this process), then for each concurrency
@@ -17,6 +18,11 @@ Next to each rate it gives the CPU time per operation of every process taking
 part (this client, the storage service, etcd), read from /proc: on a machine
 whose cores are all busy, throughput is the cores divided by the sum, which is
 what bounds the ratio.
+
+--floor drives the storage floor (bench/_storage_floor.py: strata's Pipeline
+wire adapter over one etcd call per operation, nothing else) in the storage
+service's place, to bench/results/storage-floor.json: what any storage hop in
+Python with grpc.aio reaches next to raw etcd on this machine.
 """
 
 from __future__ import annotations
@@ -147,6 +153,8 @@ def _operations(
 async def bench(
     args: argparse.Namespace, etcd_address: str, storage_address: str, pids: dict[str, int]
 ) -> dict[str, object]:
+    # What the measured side is called: the storage service is strata, or the floor.
+    side = "floor" if args.floor else "strata"
     etcd = Etcd(etcd_address)
     channel = service.connect(storage_address)
     store = GrpcStorage(channel)
@@ -168,20 +176,20 @@ async def bench(
             ratios = sorted(s / e for s, e in zip(strata.rates, etcd_side.rates, strict=True))
             ratio = statistics.median(ratios)
             row[op] = {
-                "strata": round(strata.rate, 1),
+                side: round(strata.rate, 1),
                 "etcd": round(etcd_side.rate, 1),
                 "ratio": round(ratio, 3),
                 "round_ratios": [round(r, 3) for r in ratios],
                 "cpu_us_per_op": {
-                    "strata": strata.cpu_us_per_op(),
+                    side: strata.cpu_us_per_op(),
                     "etcd": etcd_side.cpu_us_per_op(),
                 },
             }
             print(
-                f"c={concurrency:<3} {op:<5} strata {strata.rate:9.1f}/s  "
+                f"c={concurrency:<3} {op:<5} {side} {strata.rate:9.1f}/s  "
                 f"etcd {etcd_side.rate:9.1f}/s  ratio {ratio:.3f} "
                 f"(rounds {ratios[0]:.3f}..{ratios[-1]:.3f})  "
-                f"cpu us/op strata {_cpu_text(strata.cpu_us_per_op())}  "
+                f"cpu us/op {side} {_cpu_text(strata.cpu_us_per_op())}  "
                 f"etcd {_cpu_text(etcd_side.cpu_us_per_op())}",
                 flush=True,
             )
@@ -189,7 +197,7 @@ async def bench(
     await channel.close()
     await etcd.close()
     return {
-        "benchmark": "storage",
+        "benchmark": "storage-floor" if args.floor else "storage",
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
         "seconds_per_phase": args.seconds,
@@ -212,6 +220,11 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5, help="strata/etcd alternations")
     parser.add_argument("--concurrency", default="1,16,64")
     parser.add_argument("--page-items", type=int, default=1000)
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="drive the storage floor (bench/_storage_floor.py) instead of the storage service",
+    )
     args = parser.parse_args()
     args.concurrency = [int(c) for c in args.concurrency.split(",")]
     otlp = OtlpReceiver()
@@ -224,7 +237,7 @@ def main() -> int:
             [
                 sys.executable,
                 "-m",
-                "services.storage",
+                "bench._storage_floor" if args.floor else "services.storage",
                 f"--listen=127.0.0.1:{listen}",
                 f"--etcd={etcd_address}",
             ],
@@ -240,7 +253,7 @@ def main() -> int:
         try:
             with grpc.insecure_channel(f"127.0.0.1:{listen}") as probe:
                 grpc.channel_ready_future(probe).result(timeout=30)
-            pids = {"storage": storage.pid, "etcd": etcd.pid}
+            pids = {"floor" if args.floor else "storage": storage.pid, "etcd": etcd.pid}
             result = asyncio.run(bench(args, etcd_address, f"127.0.0.1:{listen}", pids))
         finally:
             for process in (storage, etcd):
@@ -249,7 +262,8 @@ def main() -> int:
             logs.close()
             otlp.stop()
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "storage.json").write_text(json.dumps(result, indent=2) + "\n")
+    name = "storage-floor.json" if args.floor else "storage.json"
+    (RESULTS / name).write_text(json.dumps(result, indent=2) + "\n")
     return 0
 
 

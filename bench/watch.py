@@ -4,7 +4,8 @@ the moment each watcher read it (and per event, when its first and its last
 watcher read it: the system's propagation, then the fan-out).
 
     python bench/watch.py [--watchers 200,1000] [--events 50] [--interval 0.1]
-                          [--clients 2] [--client-loop asyncio|uvloop] [--floor]
+                          [--clients 2] [--client-loop asyncio|uvloop]
+                          [--reader aiohttp|protocol] [--repeat 1] [--floor]
 
 Starts the whole system as `make run` does (tracing on at the default
 sampling rate). The watchers are plain HTTPS watch requests
@@ -13,12 +14,20 @@ reading them is not bound to one core; one writer in this process creates a
 ConfigMap every --interval seconds. No watcher closes its connection before
 every watcher has read every event (closing costs a client process time that
 would show as the last event's latency). Every watcher must receive every event
-exactly once; the report gives p50/p90/p99/max latency over all deliveries
-and the CPU seconds each service and client process spent during the events,
-and goes to bench/results/watch.json (watch-uvloop-clients.json with uvloop
-clients). The clients share the machine's cores with the system, so what
-reading costs them shows in the latency: --client-loop uvloop makes them
-cheaper (the default stays asyncio, so results compare with earlier runs).
+exactly once; the report gives p50/p90/p99/max latency over all deliveries,
+each event's first and last delivery, and the CPU seconds each service and
+client process spent during the events, and goes to bench/results/watch.json
+(watch-uvloop-clients.json with uvloop clients, watch-<loop>-protocol-clients.json
+with protocol readers). --repeat runs each watcher count that many times and
+gives each round's p99 and their median: one noisy moment of this shared
+machine moves a single round's p99 by tens of milliseconds.
+
+The clients share the machine's cores with the system, so what reading costs
+them shows in the latency. --client-loop uvloop makes them cheaper, and
+--reader protocol cheaper still: each watcher is then a bare asyncio protocol
+whose chunked response httptools decodes in data_received, where aiohttp wakes
+a task per line (the defaults stay asyncio and aiohttp, so results compare
+with earlier runs).
 
 --floor drives the floor server (bench/_floor.py: one aiohttp process that
 writes each create to etcd and each etcd event to every watcher, nothing else)
@@ -33,17 +42,21 @@ import asyncio
 import contextlib
 import multiprocessing
 import os
+import ssl
 import statistics
 import sys
 import threading
 import time
+import urllib.parse
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Barrier
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import aiohttp
+import httptools
 import uvloop
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -81,11 +94,70 @@ class _Share:
     path: str
     count: int
     events: int
+    reader: str
+
+
+class _LineReader(asyncio.Protocol):
+    """One watch read by a bare protocol: the request written on connecting,
+    the chunked response decoded by httptools as it arrives and each line
+    handed to on_line from data_received, with no task woken per line (what
+    aiohttp's readline costs a watcher is most of its CPU per event)."""
+
+    def __init__(self, request: bytes, on_line: Callable[[bytes], None]) -> None:
+        loop = asyncio.get_running_loop()
+        self._request, self._on_line = request, on_line
+        self._parser = httptools.HttpResponseParser(self)
+        self._partial = b""
+        self.status: asyncio.Future[int] = loop.create_future()
+        self.closed: asyncio.Future[None] = loop.create_future()
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's TLS transport does not register as asyncio's Transport.
+        self.transport = cast(asyncio.Transport, transport)
+        self.transport.write(self._request)
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserError as e:
+            self.end(e)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.end(exc)
+
+    def end(self, error: Exception | None) -> None:
+        if not self.status.done():
+            self.status.set_exception(error or ConnectionError("closed before the headers"))
+        if not self.closed.done():
+            self.closed.set_result(None)
+        if self.transport is not None:
+            self.transport.close()
+
+    # httptools' callbacks
+    def on_headers_complete(self) -> None:
+        self.status.set_result(self._parser.get_status_code())
+
+    def on_body(self, body: bytes) -> None:
+        if b"\n" not in body:
+            self._partial += body
+            return
+        lines = (self._partial + body).split(b"\n")
+        self._partial = lines.pop()
+        for line in lines:
+            self._on_line(line)
 
 
 async def _watchers(share: _Share, queue: Queue[Any], everyone: Barrier) -> None:
     count, events = share.count, share.events
     session = gateway_session(share.url, Path(share.ca_file), share.token)
+    url = urllib.parse.urlsplit(share.url)
+    host, port = url.hostname or "127.0.0.1", url.port or 443
+    context = ssl.create_default_context(cafile=share.ca_file)
+    request = (
+        f"GET {share.path} HTTP/1.1\r\nHost: {url.netloc}\r\n"
+        f"Authorization: Bearer {share.token}\r\nAccept: application/json\r\n\r\n"
+    ).encode()
     received: list[list[float]] = [[0.0] * events for _ in range(count)]
     duplicates = [0]
     opened = [0]
@@ -111,34 +183,76 @@ async def _watchers(share: _Share, queue: Queue[Any], everyone: Barrier) -> None
             await asyncio.to_thread(everyone.wait, 60 + events)
         release.set()
 
-    async def watch(w: int) -> None:
-        times = received[w]
-        counted = False
+    def opened_one() -> None:
+        opened[0] += 1
+        if opened[0] == count:
+            all_open.set()
+
+    def record(times: list[float], line: bytes) -> bool:
+        """Notes when line's event arrived; whether it is one not seen before."""
+        now = time.monotonic()
+        index = _event_index(line)
+        if index is None or index >= events:
+            return False
+        if times[index]:
+            duplicates[0] += 1
+            return False
+        times[index] = now
+        return True
+
+    async def read_with_aiohttp(times: list[float], hold: Callable[[], Awaitable[None]]) -> None:
+        async with handshakes:
+            response = await session.get(share.path)
+        async with response:
+            response.raise_for_status()
+            opened_one()
+            seen = 0
+            while seen < events:
+                line = await response.content.readline()
+                if not line:
+                    return
+                seen += record(times, line)
+            await hold()
+
+    async def read_with_protocol(times: list[float], hold: Callable[[], Awaitable[None]]) -> None:
+        seen = [0]
+        all_seen = asyncio.get_running_loop().create_future()
+
+        def on_line(line: bytes) -> None:
+            if record(times, line):
+                seen[0] += 1
+                if seen[0] == events and not all_seen.done():
+                    all_seen.set_result(None)
+
+        async with handshakes:
+            _, reader = await asyncio.get_running_loop().create_connection(
+                lambda: _LineReader(request, on_line), host, port, ssl=context
+            )
         try:
-            async with handshakes:
-                response = await session.get(share.path)
-            async with response:
-                response.raise_for_status()
-                opened[0] += 1
-                if opened[0] == count:
-                    all_open.set()
-                seen = 0
-                while seen < events:
-                    line = await response.content.readline()
-                    if not line:
-                        return
-                    now = time.monotonic()
-                    index = _event_index(line)
-                    if index is None or index >= events:
-                        continue
-                    if times[index]:
-                        duplicates[0] += 1
-                    else:
-                        times[index] = now
-                        seen += 1
-                counted = True
-                through()
-                await release.wait()
+            status = await reader.status
+            if status != 200:
+                raise RuntimeError(f"watch answered {status}")
+            opened_one()
+            await asyncio.wait([all_seen, reader.closed], return_when=asyncio.FIRST_COMPLETED)
+            if all_seen.done():
+                await hold()
+        finally:
+            reader.end(None)
+
+    read = read_with_protocol if share.reader == "protocol" else read_with_aiohttp
+
+    async def watch(w: int) -> None:
+        counted = False
+
+        async def hold() -> None:
+            """Every event read: counted, then the connection kept until release."""
+            nonlocal counted
+            counted = True
+            through()
+            await release.wait()
+
+        try:
+            await read(received[w], hold)
         finally:
             if not counted:
                 through()
@@ -235,6 +349,7 @@ def run_round(
     interval: float,
     clients: int,
     client_loop: str = "asyncio",
+    reader: str = "aiohttp",
 ) -> dict[str, Any]:
     """watchers watching namespace's ConfigMaps from resource_version while
     events ConfigMaps are created in it, one every interval seconds."""
@@ -249,7 +364,7 @@ def run_round(
             target=_client,
             args=(
                 client_loop,
-                _Share(target.url, str(target.ca_file), target.token, path, share, events),
+                _Share(target.url, str(target.ca_file), target.token, path, share, events, reader),
                 queue,
                 everyone,
             ),
@@ -304,11 +419,38 @@ def run_round(
         "per_event_ms": {
             "first_delivery_p50": _median([f for f in first if f != float("inf")]),
             "last_delivery_p50": _median([t for t in last if t]),
+            # Each event's, in order (None: no watcher read it).
+            "first": [round(f, 1) if f != float("inf") else None for f in first],
+            "last": [round(t, 1) if t else None for t in last],
         },
         "cpu_seconds_during_events": {
             name: round(cpu_after[name] - cpu_before[name], 2) for name in pids
         },
     }
+
+
+def _summary(rounds: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per watcher count, each repeat's p50 and p99 and their medians."""
+    by_watchers: dict[str, list[dict[str, Any]]] = {}
+    for r in rounds:
+        by_watchers.setdefault(str(r["watchers"]), []).append(r["latency_ms"])
+    return {
+        watchers: {
+            "p50_ms": [m["p50"] for m in measured],
+            "p99_ms": [m["p99"] for m in measured],
+            "p50_median_ms": _median([m["p50"] for m in measured if m["p50"] is not None]),
+            "p99_median_ms": _median([m["p99"] for m in measured if m["p99"] is not None]),
+        }
+        for watchers, measured in by_watchers.items()
+    }
+
+
+def _results_name(floor: bool, client_loop: str, reader: str) -> str:
+    """watch[-floor], then what the clients ran unless asyncio and aiohttp."""
+    name = "watch-floor" if floor else "watch"
+    if reader != "aiohttp":
+        return f"{name}-{client_loop}-{reader}-clients"
+    return name if client_loop == "asyncio" else f"{name}-{client_loop}-clients"
 
 
 def main() -> int:
@@ -321,12 +463,25 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=2)
     parser.add_argument("--client-loop", choices=("asyncio", "uvloop"), default="asyncio")
     parser.add_argument(
+        "--reader",
+        choices=("aiohttp", "protocol"),
+        default="aiohttp",
+        help="how each watcher reads: aiohttp's readline, or a bare protocol (httptools)",
+    )
+    parser.add_argument(
         "--floor",
         action="store_true",
         help="watch the floor server (bench/_floor.py) instead of strata",
     )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="rounds per watcher count (this machine's other tenants come and go: the "
+        "summary gives each round's p99 and their median)",
+    )
     args = parser.parse_args()
-    rounds = []
+    rounds: list[dict[str, Any]] = []
     with contextlib.ExitStack() as running:
         if args.floor:
             server = running.enter_context(running_floor())
@@ -334,34 +489,43 @@ def main() -> int:
         else:
             target = strata_target(running.enter_context(running_system()))
         for r, watchers in enumerate(int(w) for w in args.watchers.split(",")):
-            namespace = f"bench-watch-{r}"
-            # The floor has no namespaces, nor a list to start a watch from.
-            start = "0" if args.floor else asyncio.run(prepare(target, namespace))
-            result = run_round(
-                target,
-                namespace,
-                start,
-                watchers,
-                args.events,
-                args.interval,
-                args.clients,
-                args.client_loop,
-            )
-            rounds.append(result)
-            print(
-                f"{watchers:5d} watchers: {result['deliveries']} delivered, "
-                f"{result['missing']} missing, {result['duplicates']} duplicated; "
-                f"latency ms {result['latency_ms']}; per event {result['per_event_ms']}; "
-                f"cpu s {result['cpu_seconds_during_events']}",
-                flush=True,
-            )
-    name = "watch-floor" if args.floor else "watch"
+            for repeat in range(args.repeat):
+                namespace = f"bench-watch-{r}-{repeat}"
+                # The floor has no namespaces, nor a list to start a watch from.
+                start = "0" if args.floor else asyncio.run(prepare(target, namespace))
+                result = run_round(
+                    target,
+                    namespace,
+                    start,
+                    watchers,
+                    args.events,
+                    args.interval,
+                    args.clients,
+                    args.client_loop,
+                    args.reader,
+                )
+                rounds.append({"repeat": repeat, **result})
+                per_event = result["per_event_ms"]
+                print(
+                    f"{watchers:5d} watchers: {result['deliveries']} delivered, "
+                    f"{result['missing']} missing, {result['duplicates']} duplicated; "
+                    f"latency ms {result['latency_ms']}; per event first/last p50 "
+                    f"{per_event['first_delivery_p50']}/{per_event['last_delivery_p50']}; "
+                    f"cpu s {result['cpu_seconds_during_events']}",
+                    flush=True,
+                )
+    summary = _summary(rounds)
+    for count, line in summary.items():
+        print(f"{count:>5} watchers over {args.repeat} repeats: {line}")
     path = write_result(
-        name if args.client_loop == "asyncio" else f"{name}-{args.client_loop}-clients",
+        _results_name(args.floor, args.client_loop, args.reader),
         {
             "interval_s": args.interval,
             "clients": args.clients,
             "client_loop": args.client_loop,
+            "reader": args.reader,
+            "repeats": args.repeat,
+            "summary": summary,
             "rounds": rounds,
         },
     )
