@@ -1,7 +1,8 @@
 """ClusterRole aggregation (kube's clusterrole-aggregation controller): a
 ClusterRole with an aggregationRule gets, as its rules, the rules of every other
-ClusterRole its selectors match, in name order, each rule once. Direct changes
-to such a role's rules are overwritten on the next round.
+ClusterRole its selectors match, in name order, each rule once. A round runs
+whenever a ClusterRole changes, so direct changes to such a role's rules are
+overwritten at once.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from strata import telemetry
 from strata.api.errors import StatusError
 from strata.api.selectors import from_label_selector
 
-INTERVAL_SECONDS = 0.5
+# When a round could not write every aggregate, how soon the next tries again.
+RETRY_SECONDS = 0.5
 
 log = telemetry.get_logger("strata.registry.aggregation")
 
@@ -48,20 +50,25 @@ def aggregated_rules(role: dict[str, Any], roles: list[dict[str, Any]]) -> list[
 
 
 class ClusterRoleAggregation:
-    def __init__(
-        self, registry: grpc.aio.Channel, cluster_roles: Store, interval: float = INTERVAL_SECONDS
-    ) -> None:
+    def __init__(self, registry: grpc.aio.Channel, cluster_roles: Store) -> None:
         self._cluster_roles = cluster_roles
         self._informed = Informed(registry, cluster_roles.resource)
-        self._interval = interval
 
     async def run(self) -> None:
         try:
-            await rounds.every(self._interval, "clusterrole aggregation", self.aggregate_once)
+            await rounds.on_change(
+                self._informed.changed,
+                "clusterrole aggregation",
+                self.aggregate_once,
+                retry=RETRY_SECONDS,
+            )
         finally:
             await self._informed.stop()
 
-    async def aggregate_once(self) -> None:
+    async def aggregate_once(self) -> bool:
+        """One round; whether every aggregate is as its rule says (a role that
+        changed or went meanwhile counts: its change brings the next round)."""
+        settled = True
         roles = await self._informed.objects()
         for role in roles:
             if role.get("aggregationRule") is None:
@@ -77,5 +84,7 @@ class ClusterRoleAggregation:
                 # The next round tries again; the other roles go on meanwhile.
                 if e.reason not in ("Conflict", "NotFound"):
                     log.warning("cannot aggregate", clusterrole=name, error=e.message)
+                    settled = False
                 continue
             log.info("aggregated clusterrole rules", clusterrole=name, rules=len(rules))
+        return settled

@@ -22,8 +22,10 @@ from strata import telemetry
 from strata.api.errors import StatusError
 from strata.storage import Storage
 
-NAMING_INTERVAL_SECONDS = 0.2
-CLEANUP_INTERVAL_SECONDS = 0.5
+# How soon a round that left work for later runs again: a naming round whose
+# write failed, a cleanup round waiting on custom resources held by finalizers.
+NAMING_RETRY_SECONDS = 0.2
+CLEANUP_RETRY_SECONDS = 0.5
 Obj = dict[str, Any]
 
 log = telemetry.get_logger("strata.registry.crds")
@@ -101,23 +103,21 @@ def accept_names(crd: Obj, others: list[Obj]) -> tuple[Obj, str, str]:
 
 
 class CRDNaming:
-    def __init__(
-        self,
-        registry: grpc.aio.Channel,
-        crds_store: Store,
-        interval: float = NAMING_INTERVAL_SECONDS,
-    ) -> None:
+    def __init__(self, registry: grpc.aio.Channel, crds_store: Store) -> None:
         self._crds = crds_store
         self._informed = Informed(registry, crds_store.resource)
-        self._interval = interval
 
     async def run(self) -> None:
         try:
-            await rounds.every(self._interval, "crd naming", self.round_once)
+            await rounds.on_change(
+                self._informed.changed, "crd naming", self.round_once, retry=NAMING_RETRY_SECONDS
+            )
         finally:
             await self._informed.stop()
 
-    async def round_once(self) -> None:
+    async def round_once(self) -> bool:
+        """One round over every CRD; True (a CRD that changed meanwhile brings
+        the next round through the informer)."""
         listed = await self._informed.objects()
         for i, crd in enumerate(listed):
             status = crd.get("status") or {}
@@ -151,36 +151,39 @@ class CRDNaming:
             if written is not None:
                 listed[i] = written  # the next CRD of the group sees these names taken
                 log.info("crd names", crd=crd["metadata"]["name"], accepted=not reason)
+        return True
 
 
 class CRDCleanup:
-    def __init__(
-        self,
-        registry: grpc.aio.Channel,
-        crds_store: Store,
-        storage: Storage,
-        interval: float = CLEANUP_INTERVAL_SECONDS,
-    ) -> None:
+    def __init__(self, registry: grpc.aio.Channel, crds_store: Store, storage: Storage) -> None:
         self._crds = crds_store
         self._informed = Informed(registry, crds_store.resource)
         self._storage = storage
-        self._interval = interval
 
     async def run(self) -> None:
         try:
-            await rounds.every(self._interval, "crd cleanup", self.round_once)
+            await rounds.on_change(
+                self._informed.changed, "crd cleanup", self.round_once, retry=CLEANUP_RETRY_SECONDS
+            )
         finally:
             await self._informed.stop()
 
-    async def round_once(self) -> None:
+    async def round_once(self) -> bool:
+        """One round; whether every CRD being deleted is through (custom
+        resources held back by finalizers of their own make the next round come
+        after the retry interval: their deletion is not the CRD informer's to see)."""
+        through = True
         for crd in await self._informed.objects():
             metadata = crd["metadata"]
             if metadata.get("deletionTimestamp") and crds.CLEANUP_FINALIZER in (
                 metadata.get("finalizers") or []
             ):
-                await self._clean_up(crd)
+                through = await self._clean_up(crd) and through
+        return through
 
-    async def _clean_up(self, crd: Obj) -> None:
+    async def _clean_up(self, crd: Obj) -> bool:
+        """Whether crd's cleanup is done (its finalizer removed, or it changed
+        meanwhile: the change brings the next round)."""
         name = crd["metadata"]["name"]
         resources = custom.resources_of(crd) if custom.served(crd) else []
         if resources:
@@ -194,9 +197,10 @@ class CRDCleanup:
                     "CustomResource deletion is in progress",
                 )
                 if await _write_status(self._crds, crd) is None:
-                    return
+                    return True
             stored = next((r for r in resources if not r.storage_version), resources[0])
             if not await Store(stored, self._storage).empty():
-                return  # resources with finalizers of their own: the next round looks again
+                return False  # resources with finalizers of their own: look again soon
         await self._crds.remove_finalizer("", name, crds.CLEANUP_FINALIZER)
         log.info("custom resources deleted with their definition", crd=name)
+        return True

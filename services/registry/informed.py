@@ -12,7 +12,7 @@ from typing import Any
 import grpc
 
 from services.registry.resources import Resource as Served
-from strata.client import RegistryResourceClient, Resource, SharedIndexInformer
+from strata.client import EventHandler, RegistryResourceClient, Resource, SharedIndexInformer
 
 Obj = dict[str, Any]
 
@@ -40,10 +40,19 @@ def informer_for(
 
 
 class Informed:
-    """One resource's objects as an informer keeps them."""
+    """One resource's objects as an informer keeps them; changed is set by every
+    add, update and delete the informer hears of."""
 
     def __init__(self, registry: grpc.aio.Channel, served: Served) -> None:
         self.informer = informer_for(registry, served)
+        self.changed = asyncio.Event()
+        self.informer.add_event_handler(
+            EventHandler(
+                on_add=lambda *_: self.changed.set(),
+                on_update=lambda *_: self.changed.set(),
+                on_delete=lambda *_: self.changed.set(),
+            )
+        )
 
     async def objects(self) -> list[Obj]:
         """Every object, once the informer has synced (started on first ask);
