@@ -34,8 +34,9 @@ from strata.storage import (
     ListResult,
     Object,
     Storage,
+    StorageServicer,
+    add_to_server,
 )
-from strata.storage._server import StorageServicer, add_to_server
 
 PREFIX = "/registry"
 
