@@ -1,15 +1,23 @@
-"""The gateway's view of what the registry serves, refreshed at most once a
-second, and the discovery documents (/api, /apis, /api/v1, ...) built from it."""
+"""The gateway's view of what the registry serves, at most REFRESH_SECONDS old
+when a request is routed by it, and the discovery documents (/api, /apis,
+/api/v1, ...) built from it.
+
+Under steady traffic no request waits for the list: one that finds it past
+REFRESH_AHEAD of its age limit is answered from it while a fresh one is
+fetched behind it, so the next finds that one."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import time
+from collections.abc import Callable
 from typing import Any
 
 import grpc
 
+from strata import telemetry
 from strata.api.wire import status_from_rpc_error
 from strata.proto.registry.v1 import registry_pb2, registry_pb2_grpc
 
@@ -18,6 +26,10 @@ REFRESH_SECONDS = 0.25
 # Discovery answers from a list this fresh: a client that has seen a CRD
 # Established discovers its resources at once (kubectl wait, then apply).
 DISCOVERY_SECONDS = 0.0
+# The part of its age limit after which a list in use is fetched again ahead.
+REFRESH_AHEAD = 0.6
+
+log = telemetry.get_logger("strata.gateway.catalog")
 APIResource = registry_pb2.APIResource
 
 
@@ -46,19 +58,44 @@ def _subresource_entries(r: APIResource) -> list[dict[str, Any]]:
 
 
 class Catalog:
-    def __init__(self, registry: registry_pb2_grpc.RegistryAsyncStub) -> None:
+    def __init__(
+        self,
+        registry: registry_pb2_grpc.RegistryAsyncStub,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._registry = registry
+        self._clock = clock
         self._resources: dict[tuple[str, str, str], APIResource] = {}
+        # When the list in use was asked for: its age counts from then.
         self._fetched = float("-inf")
+        self._ahead: asyncio.Task[None] | None = None
 
     async def resources(
         self, max_age: float = REFRESH_SECONDS
     ) -> dict[tuple[str, str, str], APIResource]:
-        if time.monotonic() - self._fetched > max_age:
-            response = await self._registry.ListResources(registry_pb2.ListResourcesRequest())
-            self._resources = {(r.group, r.version, r.name): r for r in response.resources}
-            self._fetched = time.monotonic()
+        """The list, at most max_age old (fetched now if it is older)."""
+        age = self._clock() - self._fetched
+        if age > max_age:
+            await self._fetch()
+        elif age > max_age * REFRESH_AHEAD and (self._ahead is None or self._ahead.done()):
+            self._ahead = asyncio.create_task(self._fetch_ahead())
         return self._resources
+
+    async def _fetch(self) -> None:
+        asked = self._clock()
+        response = await self._registry.ListResources(registry_pb2.ListResourcesRequest())
+        # A fetch asked for before the list in use was (one ahead that took
+        # longer than a request's own) is older than it.
+        if asked > self._fetched:
+            self._resources = {(r.group, r.version, r.name): r for r in response.resources}
+            self._fetched = asked
+
+    async def _fetch_ahead(self) -> None:
+        try:
+            await self._fetch()
+        except grpc.aio.AioRpcError as e:
+            # The request that finds the list too old fetches it itself.
+            log.info("resource list not fetched ahead", error=e.details() or e.code().name)
 
     async def lookup(self, group: str, version: str, resource: str) -> APIResource | None:
         """What serves a resource; one the list does not know yet is asked for."""
