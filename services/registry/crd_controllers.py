@@ -116,8 +116,9 @@ class CRDNaming:
             await self._informed.stop()
 
     async def round_once(self) -> bool:
-        """One round over every CRD; True (a CRD that changed meanwhile brings
-        the next round through the informer)."""
+        """One round over every CRD; it leaves nothing for later (a CRD whose
+        status write met a change is looked at again when the informer brings
+        that change), so True."""
         listed = await self._informed.objects()
         for i, crd in enumerate(listed):
             status = crd.get("status") or {}
