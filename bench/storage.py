@@ -29,9 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -45,13 +43,12 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._harness import cpu_seconds, start_etcd
+from bench._harness import cpu_seconds, start_etcd, write_result
 from strata import service
 from strata.dev import OtlpReceiver, free_port
 from strata.etcd import Etcd, prefix_end
 from strata.storage import GrpcStorage, ListOptions
 
-RESULTS = Path(__file__).resolve().parent / "results"
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -151,10 +148,13 @@ def _operations(
 
 
 async def bench(
-    args: argparse.Namespace, etcd_address: str, storage_address: str, pids: dict[str, int]
+    args: argparse.Namespace,
+    side: str,
+    etcd_address: str,
+    storage_address: str,
+    pids: dict[str, int],
 ) -> dict[str, object]:
-    # What the measured side is called: the storage service is strata, or the floor.
-    side = "floor" if args.floor else "strata"
+    """The table; side names the server measured (strata, or the floor)."""
     etcd = Etcd(etcd_address)
     channel = service.connect(storage_address)
     store = GrpcStorage(channel)
@@ -197,9 +197,6 @@ async def bench(
     await channel.close()
     await etcd.close()
     return {
-        "benchmark": "storage-floor" if args.floor else "storage",
-        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
         "seconds_per_phase": args.seconds,
         "rounds": args.rounds,
         "page_items": args.page_items,
@@ -227,6 +224,13 @@ def main() -> int:
     )
     args = parser.parse_args()
     args.concurrency = [int(c) for c in args.concurrency.split(",")]
+    # The server measured: its module, its name in the table and its process's,
+    # and the results it writes.
+    module, side, pid_name, results = (
+        ("bench._storage_floor", "floor", "floor", "storage-floor")
+        if args.floor
+        else ("services.storage", "strata", "storage", "storage")
+    )
     otlp = OtlpReceiver()
     otlp.start()
     with tempfile.TemporaryDirectory(prefix="strata-bench-") as home:
@@ -237,7 +241,7 @@ def main() -> int:
             [
                 sys.executable,
                 "-m",
-                "bench._storage_floor" if args.floor else "services.storage",
+                module,
                 f"--listen=127.0.0.1:{listen}",
                 f"--etcd={etcd_address}",
             ],
@@ -253,17 +257,15 @@ def main() -> int:
         try:
             with grpc.insecure_channel(f"127.0.0.1:{listen}") as probe:
                 grpc.channel_ready_future(probe).result(timeout=30)
-            pids = {"floor" if args.floor else "storage": storage.pid, "etcd": etcd.pid}
-            result = asyncio.run(bench(args, etcd_address, f"127.0.0.1:{listen}", pids))
+            pids = {pid_name: storage.pid, "etcd": etcd.pid}
+            result = asyncio.run(bench(args, side, etcd_address, f"127.0.0.1:{listen}", pids))
         finally:
             for process in (storage, etcd):
                 process.terminate()
                 process.wait(10)
             logs.close()
             otlp.stop()
-    RESULTS.mkdir(exist_ok=True)
-    name = "storage-floor.json" if args.floor else "storage.json"
-    (RESULTS / name).write_text(json.dumps(result, indent=2) + "\n")
+    write_result(results, result)
     return 0
 
 
