@@ -26,6 +26,7 @@ from services.cacher.watchers import (
     DEFAULT_BUFFER,
     Change,
     Watcher,
+    WatcherGroup,
     encode,
 )
 from services.cacher.window import LOWER_BOUND, UPPER_BOUND, EventWindow
@@ -106,8 +107,8 @@ class WatchCache:
         # read it: a list's items and ADDED events are then joins of these.
         self._encoded: dict[str, bytes] = {}
         self.revision = 0
-        self._exact: dict[str, set[Watcher]] = {}
-        self._prefixed: dict[str, set[Watcher]] = {}
+        self._exact: dict[str, WatcherGroup] = {}
+        self._prefixed: dict[str, WatcherGroup] = {}
         self._watcher_count = metrics.registered_watchers.labels(self._resource)
         self._received = metrics.events_received.labels(self._resource)
         self._dispatched = metrics.events_dispatched.labels(self._resource)
@@ -237,45 +238,51 @@ class WatchCache:
 
     # --- watchers ----------------------------------------------------------------
 
-    def _candidates(self, key: str) -> list[Watcher]:
-        """Watchers whose key or prefix covers key."""
-        found = list(self._exact.get(key, ()))
+    def _groups(self, key: str) -> list[WatcherGroup]:
+        """The groups of watchers whose key or prefix covers key."""
+        found = []
+        if (exact := self._exact.get(key)) is not None:
+            found.append(exact)
         at = key.find("/", 1)
         while at != -1:
-            found.extend(self._prefixed.get(key[: at + 1], ()))
+            if (group := self._prefixed.get(key[: at + 1])) is not None:
+                found.append(group)
             at = key.find("/", at + 1)
         return found
 
     def _dispatch(self, change: Change) -> None:
         self._dispatched.inc()
         sent = 0
-        wire = change.wire()  # what every watcher without selectors gets
-        for watcher in self._candidates(change.key):
-            data = wire if watcher.everything else change.seen_through(watcher.matches)
-            if data is not None:
-                watcher.send(data)
-                sent += 1
+        for group in self._groups(change.key):
+            reached, behind = group.send(change)
+            sent += reached
+            for watcher in behind:
+                self._unregister(watcher)
         self._sent.inc(sent)
 
     def _register(self, watcher: Watcher) -> None:
         index = self._prefixed if watcher.recursive else self._exact
-        index.setdefault(watcher.key, set()).add(watcher)
+        group = index.get(watcher.key)
+        if group is None:
+            group = index[watcher.key] = WatcherGroup()
+        group.add(watcher)
         self._watcher_count.inc()
 
     def _unregister(self, watcher: Watcher) -> None:
         index = self._prefixed if watcher.recursive else self._exact
         group = index.get(watcher.key)
-        if group is not None and watcher in group:
-            group.discard(watcher)
-            if not group:
+        if group is not None and group.discard(watcher):
+            if not group.watchers:
                 del index[watcher.key]
             self._watcher_count.dec()
 
     def watcher_count(self) -> int:
-        return sum(len(group) for group in (*self._exact.values(), *self._prefixed.values()))
+        groups = (*self._exact.values(), *self._prefixed.values())
+        return sum(len(group.watchers) for group in groups)
 
     def _watchers(self) -> list[Watcher]:
-        return [w for group in (*self._exact.values(), *self._prefixed.values()) for w in group]
+        groups = (*self._exact.values(), *self._prefixed.values())
+        return [watcher for group in groups for watcher in group.watchers]
 
     def _close_watchers(self) -> None:
         for watcher in self._watchers():

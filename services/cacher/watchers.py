@@ -10,6 +10,10 @@ either to a Sink (a watch stream's outbox, which says when its reader has
 fallen too far behind) or to a bounded buffer of its own, read one by one, with
 a short time budget when the buffer overflows. Either way a watcher that cannot
 keep up is closed, never waited for.
+
+A WatcherGroup is the watchers of one key or prefix. It sends an event to the
+watchers without selectors that share a watch stream in one put: a gateway's
+thousand watchers of a namespace cost the dispatch one call, not a thousand.
 """
 
 from __future__ import annotations
@@ -17,12 +21,13 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable
+from typing import NamedTuple
 
 import orjson
 
 from strata.proto.storage.v1 import storage_pb2
 from strata.storage._requests import Matcher, seen_as
-from strata.storage._watch_stream import Sink
+from strata.storage._watch_stream import Outbox, Sink, WatchSink
 
 Event = storage_pb2.WatchEvent
 Object = storage_pb2.Object
@@ -223,3 +228,70 @@ class Watcher:
         if self.deadline is not None:
             due = min(due, self.deadline - 2.0)
         self.next_bookmark = due if due > now else None
+
+
+class _Batch(NamedTuple):
+    """Watchers without selectors on one watch stream: sent to in one put."""
+
+    outbox: Outbox
+    ids: tuple[int, ...]
+    watchers: list[Watcher]
+
+
+class WatcherGroup:
+    """The watchers of one key or prefix, and how an event reaches them."""
+
+    __slots__ = ("_plan", "watchers")
+
+    def __init__(self) -> None:
+        self.watchers: set[Watcher] = set()
+        # Batches and the watchers sent to one by one; made again after a change.
+        self._plan: tuple[list[_Batch], list[Watcher]] | None = None
+
+    def add(self, watcher: Watcher) -> None:
+        self.watchers.add(watcher)
+        self._plan = None
+
+    def discard(self, watcher: Watcher) -> bool:
+        """Whether watcher was in the group (it is not now)."""
+        if watcher not in self.watchers:
+            return False
+        self.watchers.discard(watcher)
+        self._plan = None
+        return True
+
+    def _planned(self) -> tuple[list[_Batch], list[Watcher]]:
+        if self._plan is None:
+            streams: dict[int, tuple[Outbox, list[int], list[Watcher]]] = {}
+            singles: list[Watcher] = []
+            for watcher in self.watchers:
+                sink = watcher.sink
+                if watcher.everything and isinstance(sink, WatchSink):
+                    _, ids, watchers = streams.setdefault(id(sink.outbox), (sink.outbox, [], []))
+                    ids.append(sink.id)
+                    watchers.append(watcher)
+                else:
+                    singles.append(watcher)
+            batches = [_Batch(o, tuple(ids), ws) for o, ids, ws in streams.values()]
+            self._plan = (batches, singles)
+        return self._plan
+
+    def send(self, change: Change) -> tuple[int, list[Watcher]]:
+        """change to every watcher that wants it: how many got it, and the
+        watchers closed because their stream is too far behind."""
+        batches, singles = self._planned()
+        wire = change.wire()
+        sent = 0
+        behind: list[Watcher] = []
+        for batch in batches:
+            sent += len(batch.ids)
+            if not batch.outbox.put_live_many(batch.ids, wire):
+                for watcher in batch.watchers:
+                    watcher.terminate()
+                behind += batch.watchers
+        for watcher in singles:
+            data = wire if watcher.everything else change.seen_through(watcher.matches)
+            if data is not None:
+                watcher.send(data)
+                sent += 1
+        return sent, behind

@@ -2,11 +2,12 @@
 
 Every watch on a stream puts its encoded events into one shared outbox through
 a WatchSink: an implementation that fans events out itself (the cacher) puts
-them there straight from its dispatch, with no task per watch in between; any
-other runs its watch generator into the sink. The writer turns what has piled
-up into frames: one per distinct event object, carrying the ids of every watch
-that put that very object, so an event encoded once for all its watchers is
-sent once. A watch's frames stay in its own order.
+them there straight from its dispatch, with no task per watch in between, and
+one event for many of the stream's watches in one put; any other runs its
+watch generator into the sink. The writer turns what has piled up into frames:
+one per distinct event object, carrying the ids of every watch that put that
+very object, so an event encoded once for all its watchers is sent once. A
+watch's frames stay in its own order.
 
 A stream whose reader falls behind is judged as kube's cacher judges a slow
 watcher: past BEHIND_PER_WATCH live events per open watch waiting, a watch
@@ -16,7 +17,7 @@ that sends more is told to end (its client resumes from its last event).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from typing import Protocol
 
 from strata import protowire, telemetry
@@ -30,6 +31,8 @@ _log = telemetry.get_logger("strata.storage.watch_stream")
 # What a watch that ended cleanly leaves in the outbox (one object: such ends group).
 _ENDED = b""
 Item = bytes | storage_pb2.Failure
+# What was put: one watch's item, or one live event of several watches (a fan-out).
+Entry = tuple[int | tuple[int, ...], Item]
 # Live events per open watch a stream may have waiting for its reader before
 # the watches that send more are ended.
 BEHIND_PER_WATCH = 2048
@@ -43,10 +46,25 @@ def _frame(item: Item, ids: list[int]) -> bytes:
     return wire.watch_frame(ids, item)
 
 
-def frames(items: list[tuple[int, Item]]) -> list[bytes]:
-    """Encoded WatchFrames for (watch id, item) pairs in the order they came: an
-    item joins the frame of the same object unless its watch already has a later
-    frame, so each watch sees its items in order."""
+def _pairs(entries: Sequence[Entry]) -> list[tuple[int, Item]]:
+    """(watch id, item) for every watch of every entry, in order."""
+    pairs: list[tuple[int, Item]] = []
+    for watches, item in entries:
+        if isinstance(watches, tuple):
+            pairs += [(watch, item) for watch in watches]
+        else:
+            pairs.append((watches, item))
+    return pairs
+
+
+def frames(entries: Sequence[Entry]) -> list[bytes]:
+    """Encoded WatchFrames for what was put, in the order it came: an item joins
+    the frame of the same object unless its watch already has a later frame, so
+    each watch sees its items in order."""
+    if len(entries) == 1:  # one fan-out's event since the writer last ran
+        watches, only = entries[0]
+        return [_frame(only, list(watches) if isinstance(watches, tuple) else [watches])]
+    items = _pairs(entries)
     if items:
         # A fan-out's usual batch: one event for many watches, each once.
         first = items[0][1]
@@ -84,11 +102,11 @@ def _batched(encoded: list[bytes]) -> list[bytes]:
     return out
 
 
-class _Outbox:
+class Outbox:
     """What a stream's watches have put and its writer has not taken yet."""
 
     def __init__(self) -> None:
-        self.items: list[tuple[int, Item]] = []
+        self.items: list[Entry] = []
         self.ready = asyncio.Event()
         self.watches = 0  # open watches, for the allowance of live events waiting
         self._live = 0  # live events put since the writer last took the items
@@ -104,7 +122,15 @@ class _Outbox:
         self.ready.set()
         return self._live <= BEHIND_PER_WATCH * (self.watches or 1)
 
-    def take(self) -> list[tuple[int, Item]]:
+    def put_live_many(self, watch_ids: tuple[int, ...], data: bytes) -> bool:
+        """put_live for several watches at once: False when the stream is too far
+        behind, and all of them should end."""
+        self._live += len(watch_ids)
+        self.items.append((watch_ids, data))
+        self.ready.set()
+        return self._live <= BEHIND_PER_WATCH * (self.watches or 1)
+
+    def take(self) -> list[Entry]:
         items, self.items, self._live = self.items, [], 0
         self.ready.clear()
         return items
@@ -121,21 +147,22 @@ class Sink(Protocol):
 
 
 class WatchSink:
-    """One watch's way into its stream (a Sink)."""
+    """One watch's way into its stream (a Sink). A fan-out may put one event for
+    many watches of one outbox with Outbox.put_live_many."""
 
-    __slots__ = ("_outbox", "id")
+    __slots__ = ("id", "outbox")
 
-    def __init__(self, outbox: _Outbox, watch_id: int) -> None:
-        self._outbox, self.id = outbox, watch_id
+    def __init__(self, outbox: Outbox, watch_id: int) -> None:
+        self.outbox, self.id = outbox, watch_id
 
     def initial(self, data: bytes) -> None:
         """An event of the watch's initial state or replay (never refused)."""
-        self._outbox.put(self.id, data)
+        self.outbox.put(self.id, data)
 
     def send(self, data: bytes) -> bool:
         """A live event; False once the stream's reader is too far behind, and the
         watch should end."""
-        return self._outbox.put_live(self.id, data)
+        return self.outbox.put_live(self.id, data)
 
 
 # Runs one watch into its sink until it ends; a StorageError is its failure.
@@ -168,7 +195,7 @@ async def serve_watch_stream(
 ) -> AsyncGenerator[bytes, None]:
     """WatchFrames bytes for the watches requests open, each run by watch. Ends
     when the client stops sending."""
-    outbox = _Outbox()
+    outbox = Outbox()
     running: dict[int, asyncio.Task[None]] = {}
     reading = True
 

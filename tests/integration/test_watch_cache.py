@@ -30,6 +30,7 @@ from strata.storage import (
     WatchOptions,
     add_to_server,
 )
+from strata.storage import _watch_stream as watch_stream
 from strata.storage._requests import compile_predicate
 
 Event = storage_pb2.WatchEvent
@@ -298,6 +299,63 @@ async def test_a_watcher_whose_sink_falls_behind_is_terminated_and_the_others_go
     await cache.stop()
     async with asyncio.timeout(10):
         await watches[1]  # a stopped cache closes its watchers: the watch returns
+
+
+def watch_ids(put_for: int | tuple[int, ...]) -> tuple[int, ...]:
+    """The watches an outbox entry was put for, in order of id."""
+    return tuple(sorted(put_for)) if isinstance(put_for, tuple) else (put_for,)
+
+
+async def test_a_streams_watchers_get_an_event_in_one_put_and_end_together_when_behind(
+    upstream: GrpcStorage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = resource()
+    cache = await started(WatchCache(upstream, root))
+    monkeypatch.setattr(watch_stream, "BEHIND_PER_WATCH", 1)
+    behind, keeping_up = watch_stream.Outbox(), watch_stream.Outbox()
+    behind.watches, keeping_up.watches = 2, 3
+    before = metrics.REGISTRY.get_sample_value(
+        "apiserver_terminated_watchers_total", {"resource": root.strip("/")}
+    )
+    labelled = compile_predicate(root, Predicate(label_selector="pick=yes"))
+    options = WatchOptions(recursive=True)
+    watches = [
+        asyncio.ensure_future(cache.watch_into(root, 0, options, matches, sink))
+        for matches, sink in (
+            (EVERYTHING, watch_stream.WatchSink(behind, 1)),
+            (EVERYTHING, watch_stream.WatchSink(behind, 2)),
+            (EVERYTHING, watch_stream.WatchSink(keeping_up, 1)),
+            (EVERYTHING, watch_stream.WatchSink(keeping_up, 2)),
+            (labelled, watch_stream.WatchSink(keeping_up, 3)),
+        )
+    ]
+    await registered(cache, 5)
+    picked = orjson.dumps(
+        {"metadata": {"name": "picked", "namespace": "ns", "labels": {"pick": "yes"}}}
+    )
+    first = await upstream.create(f"{root}ns/first", obj("first"))
+    await cache.wait_for_revision(first.resource_version)
+    # One put for the two watches without selectors; none for the labelled one.
+    assert [watch_ids(ids) for ids, _ in keeping_up.take()] == [(1, 2)]
+    second = await upstream.create(f"{root}ns/picked", picked)
+    await cache.wait_for_revision(second.resource_version)
+    # The stream nobody read holds two events for each of its two watches,
+    # past their allowance of one: both end, and the other stream goes on.
+    async with asyncio.timeout(10):
+        await asyncio.gather(*watches[:2])
+    after = metrics.REGISTRY.get_sample_value(
+        "apiserver_terminated_watchers_total", {"resource": root.strip("/")}
+    )
+    assert (after or 0.0) == (before or 0.0) + 2
+    assert cache.watcher_count() == 3
+    taken = keeping_up.take()
+    assert sorted(watch_ids(ids) for ids, _ in taken) == [(1, 2), (3,)]
+    names = [Event.FromString(data).object.name for _, data in taken if isinstance(data, bytes)]
+    assert names == ["picked", "picked"]
+    assert not any(watch.done() for watch in watches[2:])
+    await cache.stop()
+    async with asyncio.timeout(10):
+        await asyncio.gather(*watches[2:])
 
 
 async def test_the_reflector_resumes_after_the_storage_service_restarts(

@@ -11,9 +11,10 @@ from strata import protowire
 from strata.proto.storage.v1 import storage_pb2
 from strata.storage._watch_stream import (
     BEHIND_PER_WATCH,
+    Entry,
     Item,
+    Outbox,
     WatchSink,
-    _Outbox,
     frames,
     serve_watch_stream,
 )
@@ -52,6 +53,22 @@ def test_one_event_for_many_watches_is_one_frame() -> None:
     a = event(b"a")
     items: list[tuple[int, Item]] = [(watch, a) for watch in (7, 3, 1000, 5)]
     assert parsed(frames(items)) == [([7, 3, 1000, 5], b"a")]
+
+
+def test_an_event_put_for_many_watches_at_once_is_one_frame() -> None:
+    a = event(b"a")
+    assert parsed(frames([((7, 3, 1000), a)])) == [([7, 3, 1000], b"a")]
+
+
+def test_events_put_for_many_watches_keep_each_watchs_order() -> None:
+    a, b, c = event(b"a"), event(b"b"), event(b"c")
+    entries: list[Entry] = [((1, 2), a), (3, b), ((1, 2, 3), c), (2, b)]
+    assert parsed(frames(entries)) == [
+        ([1, 2], b"a"),
+        ([3], b"b"),
+        ([1, 2, 3], b"c"),
+        ([2], b"b"),
+    ]
 
 
 def test_one_object_a_watch_got_twice_is_two_frames() -> None:
@@ -111,8 +128,19 @@ async def test_a_stream_whose_reader_falls_behind_ends_the_watches_that_send_mor
     assert delivered[-1] == ([7], "end")
 
 
+def test_an_event_for_many_watches_counts_once_for_each_of_them() -> None:
+    outbox = Outbox()
+    outbox.watches = 4
+    ids = (1, 2, 3, 4)
+    assert all(outbox.put_live_many(ids, b"x") for _ in range(BEHIND_PER_WATCH))
+    # Every watch has its allowance waiting: the next event is past it for all.
+    assert not outbox.put_live_many(ids, b"x")
+    assert len(outbox.take()) == BEHIND_PER_WATCH + 1
+    assert outbox.put_live_many(ids, b"x")
+
+
 async def test_what_the_writer_took_no_longer_counts_against_the_stream() -> None:
-    outbox = _Outbox()
+    outbox = Outbox()
     outbox.watches = 2
     sink = WatchSink(outbox, 1)
     assert all(sink.send(b"x") for _ in range(BEHIND_PER_WATCH * 2))
