@@ -3,6 +3,13 @@ endpoint reconciler): a ClusterIP Service on the range's first address, port
 443 named https onto the gateways' port, whose Endpoints list the gateways
 whose identity Leases are current. Leases past their time are deleted, and
 their gateways leave the Endpoints.
+
+Each round reads from the watch cache (resourceVersion "0"), as kube's
+controllers read their informers' caches, so the rounds cost etcd nothing.
+Every write is guarded by what was read (a delete by the Lease's uid and
+resourceVersion, an update by compare-and-swap, a create by the name): a read
+the cache had not caught up with makes the write fail (a failed round, logged),
+and the next round sees the change.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from services.registry.store import Paging, Rendering, Store
 from strata import telemetry
 from strata.api import meta
 from strata.api.errors import StatusError
+from strata.storage import Preconditions
 
 NAME = "kubernetes"
 NAMESPACE = "default"
@@ -24,6 +32,8 @@ IDENTITY_SELECTOR = "apiserver.kubernetes.io/identity=strata-gateway"
 ADDRESS_ANNOTATION = "strata.dev/advertise-address"
 LABELS = {"component": "apiserver", "provider": "kubernetes"}
 INTERVAL_SECONDS = 1.0
+# Reads answered by the watch cache.
+CACHED = "0"
 Obj = dict[str, Any]
 
 log = telemetry.get_logger("strata.registry.kubernetes_service")
@@ -80,15 +90,18 @@ class KubernetesService:
     async def _gateways(self) -> list[str]:
         """The addresses of the gateways alive; the Leases of the others go."""
         selection = self._leases.selection("kube-system", IDENTITY_SELECTOR, "")
-        page = await self._leases.list(selection, Paging(), Rendering())
+        page = await self._leases.list(selection, Paging(resource_version=CACHED), Rendering())
         now = datetime.now(UTC)
         addresses = []
         for item in page.items:
             lease = orjson.loads(item)
             metadata = lease["metadata"]
             if _expired(lease, now):
+                read = Preconditions(
+                    uid=metadata["uid"], resource_version=metadata["resourceVersion"]
+                )
                 try:
-                    await self._leases.delete("kube-system", metadata["name"], None)
+                    await self._leases.delete("kube-system", metadata["name"], read)
                 except StatusError as e:
                     if e.reason not in ("NotFound", "Conflict"):
                         raise
@@ -99,7 +112,7 @@ class KubernetesService:
 
     async def _current(self, store: Store) -> Obj | None:
         try:
-            found: Obj = orjson.loads(await store.get(NAMESPACE, NAME, "", Rendering()))
+            found: Obj = orjson.loads(await store.get(NAMESPACE, NAME, CACHED, Rendering()))
         except StatusError as e:
             if e.reason == "NotFound":
                 return None

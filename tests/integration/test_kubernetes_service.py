@@ -5,12 +5,22 @@ its gateway with it)."""
 
 from __future__ import annotations
 
+import dataclasses
+import uuid
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit
 
 import aiohttp
+import grpc
+import orjson
 
+from services.registry.kubernetes_service import IDENTITY_SELECTOR, KubernetesService
+from services.registry.resources import ENDPOINTS as ENDPOINTS_RESOURCE
+from services.registry.resources import LEASES as LEASES_RESOURCE
+from services.registry.resources import SERVICES as SERVICES_RESOURCE
+from services.registry.store import Page, Paging, Rendering, Selection, Store
 from strata.dev import System
+from strata.storage import GrpcStorage
 from tests.support.registry_tester import Obj, answer, until
 
 SERVICE = "/api/v1/namespaces/default/services/kubernetes"
@@ -29,6 +39,15 @@ def ips(endpoints: Obj) -> list[str]:
     return [a["ip"] for s in endpoints.get("subsets") or [] for a in s.get("addresses") or []]
 
 
+def stamp(moment: datetime) -> str:
+    """A Lease's MicroTime."""
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def renewed_at(lease: Obj, moment: datetime) -> Obj:
+    return dict(lease, spec={**lease["spec"], "renewTime": stamp(moment)})
+
+
 def lease(name: str, address: str, renewed: datetime) -> Obj:
     return {
         "apiVersion": "coordination.k8s.io/v1",
@@ -41,7 +60,7 @@ def lease(name: str, address: str, renewed: datetime) -> Obj:
         "spec": {
             "holderIdentity": name,
             "leaseDurationSeconds": 15,
-            "renewTime": renewed.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "renewTime": stamp(renewed),
         },
     }
 
@@ -86,3 +105,53 @@ async def test_gateways_come_and_go_with_their_leases(
                 lambda listed: listed["items"] == [])  # fmt: skip
     await answer(http, "DELETE", f"{LEASES}/strata-gateway-other", 200)
     await until(http, ENDPOINTS, lambda e: ips(e) == [host])
+
+
+class StaleLeases(Store):
+    """The Leases Store, whose lists answer with a page read earlier (a watch
+    cache that has not caught up yet)."""
+
+    stale: Page
+
+    async def list(self, selection: Selection, paging: Paging, rendering: Rendering) -> Page:
+        return self.stale
+
+
+async def test_a_lease_renewed_after_the_round_read_it_is_not_deleted(
+    http: aiohttp.ClientSession, system: System
+) -> None:
+    assert system.endpoints is not None
+    name = f"strata-gateway-{uuid.uuid4().hex[:8]}"
+    now = datetime.now(UTC)
+    body = lease(name, "", now)
+    del body["metadata"]["annotations"]  # no gateway address: the Endpoints stay
+    created = await answer(http, "POST", LEASES, 201, json=body)
+    async with grpc.aio.insecure_channel(system.endpoints.cacher) as channel:
+        storage = GrpcStorage(channel)
+        leases = StaleLeases(LEASES_RESOURCE, storage)
+        # What the round reads: the gateways' Leases, this one as it was a
+        # minute past its renewal...
+        page = await Store(LEASES_RESOURCE, storage).list(
+            leases.selection("kube-system", IDENTITY_SELECTOR, ""), Paging(), Rendering()
+        )
+        expired = dict(
+            created, spec={**created["spec"], "renewTime": "2020-01-01T00:00:00.000000Z"}
+        )
+        items = [i for i in page.items if orjson.loads(i)["metadata"]["name"] != name]
+        leases.stale = dataclasses.replace(page, items=[*items, orjson.dumps(expired)])
+        # ...while it has been renewed since.
+        renewal = dict(
+            created, spec={**created["spec"], "renewTime": stamp(now + timedelta(seconds=1))}
+        )
+        await answer(http, "PUT", f"{LEASES}/{name}", 200, json=renewal)
+        controller = KubernetesService(
+            Store(SERVICES_RESOURCE, storage),
+            Store(ENDPOINTS_RESOURCE, storage),
+            leases,
+            cluster_ip="10.96.0.1",
+        )
+        await controller.round_once()
+        await storage.close()
+    # The delete was guarded by what the round read, and met the renewal.
+    await answer(http, "GET", f"{LEASES}/{name}", 200)
+    await answer(http, "DELETE", f"{LEASES}/{name}", 200)
