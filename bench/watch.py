@@ -4,8 +4,8 @@ the moment each watcher read it (and per event, when its first and its last
 watcher read it: the system's propagation, then the fan-out).
 
     python bench/watch.py [--watchers 200,1000] [--events 50] [--interval 0.1]
-                          [--clients 2] [--client-loop asyncio|uvloop]
-                          [--reader aiohttp|protocol] [--repeat 1] [--floor]
+                          [--clients 2] [--client-loop uvloop|asyncio]
+                          [--reader protocol|aiohttp] [--repeat 3] [--floor]
 
 Starts the whole system as `make run` does (tracing on at the default
 sampling rate). The watchers are plain HTTPS watch requests
@@ -16,18 +16,19 @@ every watcher has read every event (closing costs a client process time that
 would show as the last event's latency). Every watcher must receive every event
 exactly once; the report gives p50/p90/p99/max latency over all deliveries,
 each event's first and last delivery, and the CPU seconds each service and
-client process spent during the events, and goes to bench/results/watch.json
-(watch-uvloop-clients.json with uvloop clients, watch-<loop>-protocol-clients.json
-with protocol readers). --repeat runs each watcher count that many times and
-gives each round's p99 and their median: one noisy moment of this shared
-machine moves a single round's p99 by tens of milliseconds.
+client process spent during the events, and goes to
+bench/results/watch-<loop>-protocol-clients.json (watch-uvloop-clients.json
+with aiohttp readers on uvloop, watch.json with aiohttp readers on asyncio).
+--repeat runs each watcher count that many times and gives each round's p99
+and their median: one noisy moment of this shared machine moves a single
+round's p99 by tens of milliseconds.
 
-The clients share the machine's cores with the system, so what reading costs
-them shows in the latency. --client-loop uvloop makes them cheaper, and
---reader protocol cheaper still: each watcher is then a bare asyncio protocol
-whose chunked response httptools decodes in data_received, where aiohttp wakes
-a task per line (the defaults stay asyncio and aiohttp, so results compare
-with earlier runs).
+The clients share the machine's two cores with the system, so what reading
+costs them shows in the latency. By default each watcher is a bare asyncio
+protocol on uvloop whose chunked response httptools decodes in data_received,
+about 30 us of CPU per delivery; --reader aiohttp wakes a task per line
+(about 42 us on uvloop, 56 with --client-loop asyncio, which is what earlier
+results up to bench/results/watch.json used).
 
 --floor drives the floor server (bench/_floor.py: one aiohttp process that
 writes each create to etcd and each etcd event to every watcher, nothing else)
@@ -461,11 +462,11 @@ def main() -> int:
     parser.add_argument("--events", type=int, default=50)
     parser.add_argument("--interval", type=float, default=0.1)
     parser.add_argument("--clients", type=int, default=2)
-    parser.add_argument("--client-loop", choices=("asyncio", "uvloop"), default="asyncio")
+    parser.add_argument("--client-loop", choices=("uvloop", "asyncio"), default="uvloop")
     parser.add_argument(
         "--reader",
-        choices=("aiohttp", "protocol"),
-        default="aiohttp",
+        choices=("protocol", "aiohttp"),
+        default="protocol",
         help="how each watcher reads: aiohttp's readline, or a bare protocol (httptools)",
     )
     parser.add_argument(
@@ -476,7 +477,7 @@ def main() -> int:
     parser.add_argument(
         "--repeat",
         type=int,
-        default=1,
+        default=3,
         help="rounds per watcher count (this machine's other tenants come and go: the "
         "summary gives each round's p99 and their median)",
     )
