@@ -6,7 +6,6 @@ only through GrpcStorage exactly as the registry reaches them."""
 
 from __future__ import annotations
 
-import ssl
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from strata.etcd import Etcd
 from strata.storage import GrpcStorage, Storage, StorageServicer, add_to_server
 from tests.support.etcd import EtcdProcess
 from tests.support.registry_tester import until
+from tests.support.sessions import admin_session
 
 
 @pytest.fixture(scope="session")
@@ -49,13 +49,7 @@ def system(tmp_path_factory: pytest.TempPathFactory, otlp: OtlpReceiver) -> Iter
 @pytest.fixture(scope="session")
 async def http(system: System) -> AsyncIterator[aiohttp.ClientSession]:
     """An HTTPS session to the gateway, authenticated as the admin user."""
-    assert system.endpoints is not None
-    context = ssl.create_default_context(cafile=str(system.ca_file))
-    async with aiohttp.ClientSession(
-        base_url=system.endpoints.gateway,
-        headers={"Authorization": f"Bearer {system.admin_token}"},
-        connector=aiohttp.TCPConnector(ssl=context),
-    ) as session:
+    async with admin_session(system) as session:
         # The registry's controllers fill the default roles in within seconds of
         # starting; tests that check a refused request left etcd alone begin after.
         for role in ("view", "edit", "admin"):

@@ -97,7 +97,12 @@ async def _run(args: argparse.Namespace) -> None:
         max_mutating_requests_in_flight=int(args.max_mutating_requests_inflight),
         request_timeout_seconds=service.parse_duration(args.request_timeout),
     )
-    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=5)
+    # A request whose client has gone is cancelled, as kube cancels its context:
+    # above all a watch, which would otherwise hold its registry watch (and the
+    # cacher's watcher) until its next event or its timeout.
+    runner = web.AppRunner(
+        app, access_log=None, handle_signals=False, shutdown_timeout=5, handler_cancellation=True
+    )
     await runner.setup()
     site = web.TCPSite(runner, host, int(port), ssl_context=tls)
     await site.start()

@@ -538,11 +538,14 @@ class ResourceHandlers:
             except TimeoutError:
                 pass
             except asyncio.CancelledError:
-                if not self._closing:
+                # close_watches ended the stream, or the client has gone: either
+                # way the watch ends here, and the request with it.
+                if not self._closing and request.transport is not None:
                     raise
-                # close_watches ended the stream: end the response cleanly.
         finally:
             watch.cancel()
+        if request.transport is None:  # the client has gone
+            return response
         if watch.terminated:
             # Too slow to keep: drop the connection rather than wait on it.
             if request.transport is not None:

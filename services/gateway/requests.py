@@ -82,11 +82,13 @@ class RequestMetrics:
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         """Counts and times every request by the code it was answered with (the
-        Status middleware inside it has rendered errors by then)."""
+        Status middleware inside it has rendered errors by then). A request
+        cancelled because its client went away answered nothing, and is not
+        counted."""
         labels = labels_of(request)
         values = labels.values()
         started = time.perf_counter()
-        code = 500
+        code: int | None = 500
         tracked = self._child(self.long_running, values) if labels.long_running else None
         if tracked is not None:
             tracked.inc()
@@ -97,12 +99,16 @@ class RequestMetrics:
         except web.HTTPException as e:
             code = e.status
             raise
+        except asyncio.CancelledError:
+            code = None
+            raise
         finally:
-            self._child(self.total, (*values, str(code))).inc()
             if tracked is not None:
                 tracked.dec()
-            else:
-                self._child(self.duration, values).observe(time.perf_counter() - started)
+            if code is not None:
+                self._child(self.total, (*values, str(code))).inc()
+                if tracked is None:
+                    self._child(self.duration, values).observe(time.perf_counter() - started)
 
 
 @dataclass(frozen=True)

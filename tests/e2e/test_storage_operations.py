@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import ssl
 import time
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import aiohttp
 import orjson
 
 from strata.dev import System
+from tests.support.sessions import admin_session
 
 
 async def test_storage_metrics(http: aiohttp.ClientSession, system: System) -> None:
@@ -48,12 +48,7 @@ async def test_dead_etcd_is_a_503_status_not_a_hang(tmp_path: Path) -> None:
         etcd = system.process("etcd")
         etcd.kill()
         await asyncio.to_thread(etcd.wait)
-        context = ssl.create_default_context(cafile=str(system.ca_file))
-        async with aiohttp.ClientSession(
-            base_url=system.endpoints.gateway,
-            headers={"Authorization": f"Bearer {system.admin_token}"},
-            connector=aiohttp.TCPConnector(ssl=context),
-        ) as http:
+        async with admin_session(system) as http:
             for method, path in (
                 ("GET", "/api/v1/namespaces/default"),
                 ("POST", "/api/v1/namespaces/default/configmaps"),

@@ -11,9 +11,11 @@ import aiohttp
 import orjson
 import pytest
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 from strata.dev import System
 from strata.etcd import Etcd
+from tests.support.sessions import admin_session
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 
@@ -356,6 +358,38 @@ async def test_metrics_and_audit_ids(http: aiohttp.ClientSession, namespace: str
     )
     assert any('verb="LIST"' in line and 'scope="namespace"' in line for line in lines)
     assert "apiserver_request_duration_seconds_bucket{" in text
+
+
+async def open_configmap_watches(http: aiohttp.ClientSession) -> float:
+    """How many watches of namespaced ConfigMaps the gateway is serving (its
+    apiserver_longrunning_requests)."""
+    async with http.get("/metrics") as response:
+        text = await response.text()
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(text)
+        if family.name == "apiserver_longrunning_requests"
+        for sample in family.samples
+        if sample.labels.get("resource") == "configmaps"
+        and sample.labels.get("scope") == "namespace"
+    )
+
+
+async def test_a_watch_whose_client_has_gone_ends_without_waiting_for_an_event(
+    http: aiohttp.ClientSession, system: System, namespace: str
+) -> None:
+    before = await open_configmap_watches(http)
+    async with admin_session(system) as watcher:
+        path = f"/api/v1/namespaces/{namespace}/configmaps?watch=1"
+        responses = [await watcher.get(path) for _ in range(3)]
+        assert [r.status for r in responses] == [200, 200, 200]
+        assert await open_configmap_watches(http) == before + 3
+        for response in responses:
+            response.close()  # the connection, not only the response
+    # Nothing happens in the namespace: only the closed connections end them.
+    async with asyncio.timeout(10):
+        while await open_configmap_watches(http) > before:  # noqa: ASYNC110 - a gauge nothing signals
+            await asyncio.sleep(0.05)
 
 
 PARTIAL_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
