@@ -542,6 +542,8 @@ class ResourceHandlers:
                 # way the watch ends here, and the request with it.
                 if not self._closing and request.transport is not None:
                     raise
+                if (task := asyncio.current_task()) is not None:
+                    task.uncancel()
         finally:
             watch.cancel()
         if request.transport is None:  # the client has gone

@@ -102,10 +102,10 @@ class KubernetesService:
                 )
                 try:
                     await self._leases.delete("kube-system", metadata["name"], read)
-                except StatusError as e:
+                    log.info("gateway lease expired", lease=metadata["name"])
+                except StatusError as e:  # gone already, or renewed since the read
                     if e.reason not in ("NotFound", "Conflict"):
                         raise
-                log.info("gateway lease expired", lease=metadata["name"])
             elif address := (metadata.get("annotations") or {}).get(ADDRESS_ANNOTATION):
                 addresses.append(str(address))
         return addresses
