@@ -349,8 +349,8 @@ def run_round(
     events: int,
     interval: float,
     clients: int,
-    client_loop: str = "asyncio",
-    reader: str = "aiohttp",
+    client_loop: str,
+    reader: str,
 ) -> dict[str, Any]:
     """watchers watching namespace's ConfigMaps from resource_version while
     events ConfigMaps are created in it, one every interval seconds."""

@@ -546,12 +546,12 @@ class ResourceHandlers:
                     task.uncancel()
         finally:
             watch.cancel()
-        if request.transport is None:  # the client has gone
+        transport = request.transport
+        if transport is None:  # the client has gone
             return response
         if watch.terminated:
             # Too slow to keep: drop the connection rather than wait on it.
-            if request.transport is not None:
-                request.transport.close()
+            transport.close()
             return response
         await watch.drained()
         with contextlib.suppress(ConnectionError):  # the client left first
