@@ -6,7 +6,9 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test lint typecheck protos protos-check unit integration e2e bench clean
 
+# pip is quiet and takes a minute or so; say what is happening before it starts.
 $(STAMP): pyproject.toml
+	@echo "strata: creating $(VENV) and installing packages (a minute or so, once)"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'

@@ -6,11 +6,14 @@ writes a kubeconfig; tests and benchmarks use `System` the same way.
 """
 
 from strata.dev._etcd import etcd_command, find_etcd
+from strata.dev._lock import HomeBusy, HomeLock
 from strata.dev._otlp import OtlpReceiver, ReceivedSpan
 from strata.dev._system import Endpoints, System, free_port
 
 __all__ = [
     "Endpoints",
+    "HomeBusy",
+    "HomeLock",
     "OtlpReceiver",
     "ReceivedSpan",
     "System",

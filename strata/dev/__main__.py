@@ -1,4 +1,8 @@
-"""python -m strata.dev up: the whole system on loopback until Ctrl-C or SIGTERM."""
+"""python -m strata.dev up: the whole system on loopback until Ctrl-C or SIGTERM.
+
+Each slow step is announced on stderr ("strata: starting etcd") as it begins;
+stdout carries only the "strata is up" lines, which scripts and tests read.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,12 @@ import threading
 from pathlib import Path
 from types import FrameType
 
+from strata.dev._lock import HomeBusy
 from strata.dev._system import StartError, System
+
+
+def _say(step: str) -> None:
+    print(f"strata: {step}", file=sys.stderr, flush=True)
 
 
 def main() -> int:
@@ -22,7 +31,7 @@ def main() -> int:
         help="state, logs and kubeconfig (env STRATA_HOME)",
     )
     args = parser.parse_args()
-    system = System(Path(args.home))
+    system = System(Path(args.home), progress=_say)
     stop = threading.Event()
 
     def on_signal(_signum: int, _frame: FrameType | None) -> None:
@@ -32,6 +41,9 @@ def main() -> int:
     signal.signal(signal.SIGTERM, on_signal)
     try:
         endpoints = system.start()
+    except HomeBusy as e:
+        print(e, file=sys.stderr)
+        return 1
     except StartError as e:
         print(f"strata: {e}", file=sys.stderr)
         return 1

@@ -4,7 +4,9 @@ Consistent reads from cache need watch progress notifications in order, which
 etcd 3.4.23 (bookworm's etcd-server) gets wrong (etcd-io/etcd#15220); trixie's
 3.5.16 runs on bookworm. It is fetched with apt-get under a private apt
 configuration into a project-local folder and unpacked with dpkg -x, so the
-machine's own apt state is left alone.
+machine's own apt state is left alone. A .deb already downloaded there is
+unpacked without asking apt again (the unpacked tree may have been removed, or
+the machine may be offline).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 MINIMUM = (3, 5, 13)
@@ -36,8 +39,13 @@ def etcd_version(binary: str | Path) -> tuple[int, int, int] | None:
     return (int(m[1]), int(m[2]), int(m[3])) if m else None
 
 
-def _fetch(tools: Path) -> Path | None:
-    apt = tools / "apt"
+def _shown(path: Path) -> Path:
+    """path as a person in the repository would type it."""
+    return path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path
+
+
+def _download(apt: Path) -> None:
+    """apt-get download etcd-server into apt/ with a private apt configuration."""
     for sub in ("lists/partial", "cache/archives/partial", "etc"):
         (apt / sub).mkdir(parents=True, exist_ok=True)
     sources = apt / "etc" / "trixie.sources"
@@ -50,24 +58,43 @@ def _fetch(tools: Path) -> Path | None:
         "-o", "Dir::State::status=/dev/null",
         "-o", "APT::Sandbox::User=root",
     ]  # fmt: skip
-    try:
-        subprocess.run(["apt-get", *options, "update"], check=True, capture_output=True)
-        subprocess.run(
-            ["apt-get", *options, "download", "etcd-server"],
-            check=True,
-            capture_output=True,
-            cwd=apt,
-        )
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    debs = sorted(apt.glob("etcd-server_*.deb"))
+    subprocess.run(["apt-get", *options, "update"], check=True, capture_output=True)
+    subprocess.run(
+        ["apt-get", *options, "download", "etcd-server"],
+        check=True,
+        capture_output=True,
+        cwd=apt,
+    )
+
+
+def _unpack(tools: Path, progress: Callable[[str], None]) -> Path | None:
+    """The etcd binary of the newest .deb in tools/apt, unpacked into tools/etcd."""
+    debs = sorted((tools / "apt").glob("etcd-server_*.deb"))
     if not debs:
         return None
     root = tools / "etcd"
+    progress(f"unpacking {debs[-1].name} into {_shown(root)}/")
     shutil.rmtree(root, ignore_errors=True)
-    subprocess.run(["dpkg", "-x", str(debs[-1]), str(root)], check=True)
+    try:
+        subprocess.run(["dpkg", "-x", str(debs[-1]), str(root)], check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
     binary = root / "usr" / "bin" / "etcd"
     return binary if binary.exists() else None
+
+
+def _fetch(tools: Path, progress: Callable[[str], None]) -> Path | None:
+    if (unpacked := _unpack(tools, progress)) is not None:  # downloaded before
+        return unpacked
+    progress(
+        f"fetching etcd-server (etcd >= {'.'.join(map(str, MINIMUM))}) from Debian trixie "
+        f"into {_shown(tools / 'apt')}/ (once; apt-get update and download take a while)"
+    )
+    try:
+        _download(tools / "apt")
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return _unpack(tools, progress)
 
 
 def etcd_command(
@@ -98,10 +125,13 @@ def etcd_command(
     ]
 
 
-def find_etcd(tools: Path = TOOLS, *, fetch: bool = True) -> Path:
+def find_etcd(
+    tools: Path = TOOLS, *, fetch: bool = True, progress: Callable[[str], None] | None = None
+) -> Path:
     """An etcd >= 3.5.13 if one can be had, else any etcd on PATH.
 
-    STRATA_ETCD_BINARY names one to use as it is.
+    STRATA_ETCD_BINARY names one to use as it is. progress, if given, is told
+    each step of a fetch as it begins.
     """
     local = tools / "etcd" / "usr" / "bin" / "etcd"
     override = os.environ.get("STRATA_ETCD_BINARY")
@@ -110,7 +140,7 @@ def find_etcd(tools: Path = TOOLS, *, fetch: bool = True) -> Path:
     for candidate in (local, shutil.which("etcd")):
         if candidate and (version := etcd_version(candidate)) and version >= MINIMUM:
             return Path(candidate)
-    if fetch and (fetched := _fetch(tools)) is not None:
+    if fetch and (fetched := _fetch(tools, progress or (lambda _step: None))) is not None:
         return fetched
     on_path = shutil.which("etcd")
     if on_path:

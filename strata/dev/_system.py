@@ -1,6 +1,7 @@
 """System: etcd and the four services as child processes on loopback.
 
-Each process logs to $STRATA_HOME/logs/<name>.log. etcd's ports are kept in
+Each process logs to $STRATA_HOME/logs/<name>.log. A flock on $STRATA_HOME/lock
+(HomeLock) keeps a second system out of a home in use. etcd's ports are kept in
 $STRATA_HOME/ports.json so a restart reuses the data dir with the same member
 URLs; the services take free ports each time (the gateway's comes from
 STRATA_PORT, 6443 by default), so two instances can run side by side.
@@ -26,6 +27,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from strata.dev._etcd import etcd_command, find_etcd
+from strata.dev._lock import HomeLock
 from strata.proto.etcd.etcdserverpb import rpc_pb2, rpc_pb2_grpc
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -69,7 +71,10 @@ class System:
         gateway_port: int | None = None,
         env: dict[str, str] | None = None,
         etcd_binary: Path | None = None,
+        progress: Callable[[str], None] | None = None,
     ) -> None:
+        """progress, if given, is told each slow step ("starting etcd", ...)
+        as it begins, for a person watching `make run`."""
         self.home = home.resolve()
         self.gateway_port = (
             gateway_port if gateway_port is not None else int(os.environ.get("STRATA_PORT", "6443"))
@@ -82,6 +87,8 @@ class System:
             p for p in (str(REPO_ROOT), self._env.get("PYTHONPATH", "")) if p
         )
         self._etcd_binary = etcd_binary
+        self._progress = progress or (lambda _step: None)
+        self._lock = HomeLock(self.home)
         self._processes: list[tuple[str, subprocess.Popen[bytes]]] = []
         self._how: dict[str, tuple[list[str], Callable[[], bool]]] = {}
         self.endpoints: Endpoints | None = None
@@ -123,6 +130,7 @@ class System:
         """Start a child and wait until ready says it serves; remembered, so
         that restart can start it again the same way."""
         self._how[name] = (argv, ready)
+        self._progress(f"starting {name}")
         self._wait(name, self._spawn(name, argv), ready)
 
     def stop_one(self, name: str, timeout: float = 10.0) -> None:
@@ -194,7 +202,9 @@ class System:
         return client, peer
 
     def start(self) -> Endpoints:
-        self.home.mkdir(parents=True, exist_ok=True)
+        """Start everything, or raise HomeBusy at once, changing nothing, if
+        another process runs a system in this home."""
+        self._lock.acquire()
         try:
             return self._start()
         except BaseException:
@@ -202,7 +212,7 @@ class System:
             raise
 
     def _start(self) -> Endpoints:
-        etcd = self._etcd_binary or find_etcd()
+        etcd = self._etcd_binary or find_etcd(progress=self._progress)
         client, peer = self._etcd_ports()
         etcd_addr = f"127.0.0.1:{client}"
         etcd_argv = etcd_command(
@@ -295,6 +305,8 @@ class System:
         return None
 
     def stop(self, timeout: float = 10.0) -> None:
-        """SIGTERM every child, newest first; SIGKILL what has not exited in time."""
+        """SIGTERM every child, newest first; SIGKILL what has not exited in
+        time; then let another system have the home."""
         for name, _ in reversed(list(self._processes)):
             self.stop_one(name, timeout)
+        self._lock.release()
