@@ -60,6 +60,79 @@ def output(accept: str, *, listing: bool = False) -> Output:
     raise errors.not_acceptable((JSON, YAML))
 
 
+# gnostic's OpenAPI v2 document in protobuf, under the name kube answers with;
+# kubectl asks for it by its older name, which kube also takes.
+OPENAPI_V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+_OPENAPI_V2_MEDIA = (
+    ("application", "json", JSON),
+    ("application", "com.github.proto-openapi.spec.v2@v1.0+protobuf", OPENAPI_V2_PROTOBUF),
+    ("application", "com.github.proto-openapi.spec.v2.v1.0+protobuf", OPENAPI_V2_PROTOBUF),
+)
+
+
+@dataclass(frozen=True)
+class _Clause:
+    type: str
+    subtype: str
+    q: float
+
+
+def _before(a: _Clause, b: _Clause) -> bool:
+    """goautoneg's order of Accept clauses: higher q first, else a clause with a
+    type (then a subtype) before a wildcard, as its comparison has it."""
+    if a.q > b.q:
+        return True
+    if a.type != "*" and b.type == "*":
+        return True
+    return a.subtype != "*" and b.subtype == "*"
+
+
+def _accept_clauses(accept: str) -> list[_Clause]:
+    """Accept's clauses in the order kube-openapi tries them (goautoneg's
+    ParseAccept and Go's insertion sort, which small lists take)."""
+    clauses: list[_Clause] = []
+    for part in accept.split(","):
+        media, *params = part.strip(" ").split(";")
+        kind, *rest = (s.strip(" ") for s in media.split("/"))
+        if len(rest) == 1:
+            subtype = rest[0]
+        elif not rest and kind == "*":
+            subtype = "*"
+        else:
+            continue
+        q = 1.0
+        for param in params:
+            name, equals, value = param.partition("=")
+            if equals and name.strip(" ") == "q":
+                try:  # Go's ParseFloat: no spaces, and 0 for what it cannot read
+                    q = float(value) if value == value.strip() else 0.0
+                except ValueError:
+                    q = 0.0
+        clauses.append(_Clause(kind, subtype, q))
+    for i in range(1, len(clauses)):
+        j = i
+        while j > 0 and _before(clauses[j], clauses[j - 1]):
+            clauses[j], clauses[j - 1] = clauses[j - 1], clauses[j]
+            j -= 1
+    return clauses
+
+
+def openapi_v2(accept: str) -> str | None:
+    """What /openapi/v2 is written as for this Accept (JSON or gnostic's
+    protobuf), or None when it names neither: kube-openapi's negotiation, where
+    no Accept is */* and parameters other than q do not count."""
+    for clause in _accept_clauses(accept or "*/*"):
+        for kind, subtype, written in _OPENAPI_V2_MEDIA:
+            if clause.type in (kind, "*") and clause.subtype in (subtype, "*"):
+                return written
+    return None
+
+
+def takes_gzip(accept_encoding: str) -> bool:
+    """Whether Accept-Encoding names gzip (kube looks for the bare token, no q-value)."""
+    return any(token.strip() == "gzip" for token in accept_encoding.split(","))
+
+
 AGGREGATED = "application/json;g=apidiscovery.k8s.io;v={};as=APIGroupDiscoveryList"
 
 

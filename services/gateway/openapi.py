@@ -1,6 +1,7 @@
 """OpenAPI documents (/openapi/v3 and one per group-version, and /openapi/v2
-converted from them), built from what the registry serves: the paths and
-operations the gateway answers, and each kind's schema as the registry reports it.
+converted from them by openapi_v2), built from what the registry serves: the
+paths and operations the gateway answers, and each kind's schema as the registry
+reports it.
 
 Clients read more than the schemas here. kubectl decides whether the server
 validates fields itself (so it need not) by finding, for the kind it writes, a
@@ -11,14 +12,15 @@ same tag on the component.
 
 from __future__ import annotations
 
-import hashlib
+import asyncio
 from typing import Any
 
 import orjson
 from aiohttp import web
 
-from services.gateway import negotiation
+from services.gateway import openapi_v2
 from services.gateway.catalog import DISCOVERY_SECONDS, APIResource, Catalog
+from services.gateway.openapi_v2 import digest
 from strata.api import errors, schemas
 
 Doc = dict[str, Any]
@@ -275,76 +277,6 @@ def document(group: str, version: str, served: list[APIResource], server_version
     }
 
 
-def _v2_refs(value: Any) -> Any:
-    """value with its $refs pointing where a v2 document keeps schemas."""
-    if isinstance(value, dict):
-        return {
-            k: v.replace(_REF, "#/definitions/") if k == "$ref" else _v2_refs(v)
-            for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [_v2_refs(v) for v in value]
-    return value
-
-
-def _v2_parameter(parameter: Doc) -> Doc:
-    converted = {k: v for k, v in parameter.items() if k != "schema"}
-    converted.update(parameter.get("schema") or {})
-    return converted
-
-
-def _v2_operation(operation: Doc) -> Doc:
-    converted = {
-        k: v for k, v in operation.items() if k not in ("parameters", "requestBody", "responses")
-    }
-    parameters = [_v2_parameter(p) for p in operation.get("parameters") or []]
-    if body := operation.get("requestBody"):
-        content = body["content"]
-        converted["consumes"] = list(content)
-        schema = next(iter(content.values()))["schema"]
-        parameters.append({"name": "body", "in": "body", "required": True, "schema": schema})
-    converted["parameters"] = parameters
-    converted["produces"] = ["application/json", "application/yaml"]
-    converted["responses"] = {
-        code: {
-            "description": answer["description"],
-            "schema": next(iter(answer["content"].values()))["schema"],
-        }
-        for code, answer in operation["responses"].items()
-    }
-    return converted
-
-
-def swagger(documents: list[Doc], server_version: str) -> Doc:
-    """One OpenAPI v2 (Swagger 2.0) document of what the v3 documents describe,
-    for clients that read v2."""
-    paths: Doc = {}
-    definitions: Doc = {}
-    for doc in documents:
-        definitions.update(doc["components"]["schemas"])
-        for path, operations in doc["paths"].items():
-            paths[path] = {
-                method: [_v2_parameter(p) for p in op]
-                if method == "parameters"
-                else _v2_operation(op)
-                for method, op in operations.items()
-            }
-    converted: Doc = _v2_refs(
-        {
-            "swagger": "2.0",
-            "info": {"title": "Kubernetes", "version": server_version},
-            "paths": paths,
-            "definitions": definitions,
-        }
-    )
-    return converted
-
-
-def digest(body: bytes) -> str:
-    """The hash a document's URL carries, so clients may cache it for good."""
-    return hashlib.sha512(body).hexdigest().upper()
-
-
 class OpenAPIv3:
     """The /openapi/v3 routes: the index of group-version documents, each under a
     URL that carries its hash, and the documents themselves."""
@@ -354,6 +286,9 @@ class OpenAPIv3:
         self._server_version = server_version
         self._built_from: list[tuple[tuple[str, str, str], bytes]] = []
         self._documents: dict[str, bytes] = {}
+        # /openapi/v2's bodies and the v3 documents they were made from.
+        self._v2: tuple[dict[str, bytes], openapi_v2.Bodies] | None = None
+        self._v2_lock = asyncio.Lock()
 
     async def _current(self) -> dict[str, bytes]:
         """Every group-version's document as JSON, rebuilt when what is served
@@ -372,15 +307,21 @@ class OpenAPIv3:
             self._built_from = served
         return self._documents
 
+    async def _v2_bodies(self) -> openapi_v2.Bodies:
+        """/openapi/v2's bodies, made again (once, off the loop) only when the
+        v3 documents were."""
+        documents = await self._current()
+        async with self._v2_lock:
+            if self._v2 is None or self._v2[0] is not documents:
+                bodies = await asyncio.to_thread(
+                    openapi_v2.build, list(documents.values()), self._server_version
+                )
+                self._v2 = (documents, bodies)
+            return self._v2[1]
+
     async def v2(self, request: web.Request) -> web.Response:
-        """/openapi/v2 as JSON; protobuf is not written here, which kube's
-        clients take as the cue to ask for JSON or do without (406)."""
-        negotiation.output(request.headers.get("Accept", ""))  # 406 for protobuf alone
-        documents = [orjson.loads(body) for body in (await self._current()).values()]
-        body = orjson.dumps(swagger(documents, self._server_version))
-        response = web.Response(body=body, content_type="application/json")
-        response.headers["Etag"] = f'"{digest(body)}"'
-        return response
+        """/openapi/v2 in JSON or in gnostic's protobuf, as the client asks."""
+        return openapi_v2.respond(request, await self._v2_bodies())
 
     async def index(self, _: web.Request) -> web.Response:
         paths = {

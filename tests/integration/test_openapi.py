@@ -1,18 +1,29 @@
 """/openapi/v3 against the running system: an index of every group-version
 discovery serves, each document at a URL carrying its hash, and in each the
 operations and schemas clients look for (kubectl's server-side field validation
-check, kubectl explain's schema lookup), custom resources included."""
+check, kubectl explain's schema lookup), custom resources included. And
+/openapi/v2, in JSON and in gnostic's protobuf (which kubectl asks for), the
+protobuf read back with protos/gnostic/openapi_v2.proto."""
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 from typing import Any
 
 import aiohttp
+import orjson
+from multidict import CIMultiDictProxy
 
+from strata.proto.gnostic import openapi_v2_pb2
 from tests.integration.test_crds import crd, define, undefine, unique_group
+from tests.support import gnostic
 from tests.support.registry_tester import Obj, answer
 
 REF = "#/components/schemas/"
+PROTOBUF = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+# What kubectl asks for (kube takes both names).
+OLD_PROTOBUF = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
 
 
 async def index(http: aiohttp.ClientSession) -> dict[str, str]:
@@ -137,7 +148,7 @@ async def test_a_custom_resource_is_described_by_its_crd_schema(
     assert f"apis/{group}/v1" not in await index(http)
 
 
-async def test_openapi_v2_is_json_or_406(http: aiohttp.ClientSession) -> None:
+async def test_openapi_v2_is_json(http: aiohttp.ClientSession) -> None:
     doc = await answer(http, "GET", "/openapi/v2", 200)
     assert doc["swagger"] == "2.0"
     deployment = doc["definitions"]["io.k8s.api.apps.v1.Deployment"]
@@ -154,6 +165,86 @@ async def test_openapi_v2_is_json_or_406(http: aiohttp.ClientSession) -> None:
     assert names["fieldValidation"]["type"] == "string"
     assert "application/apply-patch+yaml" in patch["consumes"]
     assert "#/components/" not in str(doc)
-    protobuf = {"Accept": "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"}
-    refused = await answer(http, "GET", "/openapi/v2", 406, headers=protobuf)
-    assert refused["reason"] == "NotAcceptable"
+
+
+async def v2(
+    http: aiohttp.ClientSession, accept: str, **headers: str
+) -> tuple[int, CIMultiDictProxy[str], bytes]:
+    """/openapi/v2's status, headers and body as sent (not decompressed)."""
+    async with http.get(
+        "/openapi/v2",
+        headers={"Accept": accept, "Accept-Encoding": "identity", **headers},
+        auto_decompress=False,
+    ) as response:
+        return response.status, response.headers, await response.read()
+
+
+async def test_openapi_v2_in_protobuf_describes_what_the_json_does(
+    http: aiohttp.ClientSession,
+) -> None:
+    for _ in range(5):  # the same document twice (other tests' CRDs come and go)
+        status, json_headers, json_body = await v2(http, "application/json")
+        assert status == 200
+        # kubectl's Accept, answered under the name kube answers with.
+        status, headers, body = await v2(http, OLD_PROTOBUF)
+        assert status == 200
+        if headers["Etag"] == json_headers["Etag"]:
+            break
+    assert headers["Content-Type"] == PROTOBUF
+    # One ETag for both, the JSON's hash, as kube's.
+    assert headers["Etag"] == json_headers["Etag"]
+    assert headers["Etag"] == f'"{hashlib.sha512(json_body).hexdigest().upper()}"'
+    assert headers.getall("Vary") == ["Accept-Encoding", "Accept"]
+    assert headers["Cache-Control"] == "no-cache, private"
+    doc = orjson.loads(json_body)
+    decoded = gnostic.to_json(openapi_v2_pb2.Document.FromString(body))
+    assert decoded["definitions"] == gnostic.comparable(doc["definitions"])
+    assert decoded["paths"] == gnostic.comparable(doc["paths"])
+    assert decoded == gnostic.comparable(doc)
+    assert "io.k8s.api.core.v1.Secret" in decoded["definitions"]
+    status, headers, _ = await v2(http, PROTOBUF)
+    assert (status, headers["Content-Type"]) == (200, PROTOBUF)
+
+
+async def test_openapi_v2_answers_as_kube_does(http: aiohttp.ClientSession) -> None:
+    status, headers, body = await v2(http, OLD_PROTOBUF)
+    etag = headers["Etag"]
+    # A client holding the current document gets 304 and no body.
+    for if_none_match in (etag, f"W/{etag}", f'"other", {etag}', "*"):
+        status, headers, empty = await v2(http, OLD_PROTOBUF, **{"If-None-Match": if_none_match})
+        assert (status, empty, headers["Etag"]) == (304, b"", etag)
+        assert headers.getall("Vary") == ["Accept-Encoding", "Accept"]
+    status, _, again = await v2(http, OLD_PROTOBUF, **{"If-None-Match": '"other"'})
+    assert (status, again) == (200, body)
+    # gzip when taken, as kube.
+    status, headers, gzipped = await v2(http, OLD_PROTOBUF, **{"Accept-Encoding": "gzip"})
+    assert (status, headers["Content-Encoding"]) == (200, "gzip")
+    assert gzip.decompress(gzipped) == body
+    # Nothing it writes: kube's empty 406 (kube-openapi writes no Status).
+    for accept in (
+        "application/yaml",
+        "application/com.github.proto-openapi.spec.v2@v2.0+protobuf",
+    ):
+        status, headers, refused = await v2(http, accept)
+        assert (status, refused) == (406, b"")
+        assert headers.getall("Vary") == ["Accept-Encoding", "Accept"]
+        assert "Etag" not in headers
+
+
+async def test_openapi_v2_follows_what_is_served(http: aiohttp.ClientSession) -> None:
+    group = unique_group()
+    body = crd("gadgets", group, "Gadget")
+    name = ".".join(reversed(group.split("."))) + ".v1.Gadget"
+    _, _, before = await v2(http, OLD_PROTOBUF)
+    await define(http, body)
+    try:
+        _, _, during = await v2(http, OLD_PROTOBUF)
+        decoded = gnostic.to_json(openapi_v2_pb2.Document.FromString(during))
+        gvk = {"group": group, "kind": "Gadget", "version": "v1"}
+        assert decoded["definitions"][name]["x-kubernetes-group-version-kind"] == [gvk]
+        assert f"/apis/{group}/v1/namespaces/{{namespace}}/gadgets/{{name}}" in decoded["paths"]
+    finally:
+        await undefine(http, body["metadata"]["name"])
+    _, _, after = await v2(http, OLD_PROTOBUF)
+    assert name not in gnostic.to_json(openapi_v2_pb2.Document.FromString(after))["definitions"]
+    assert before != during
