@@ -2,10 +2,16 @@
 starts it (tracing on at the default sampling rate, exported over OTLP to a
 receiver in this process), a lone etcd for the benchmarks that bring their own
 server, an HTTPS session to its gateway, a process's CPU time, results written
-to bench/results/, and a percentile that reads the same in every report."""
+to bench/results/, and a percentile that reads the same in every report.
+
+STRATA_BENCH_QUICK=1 is the test suite's smoke run of each README benchmark
+command as written: every benchmark's defaults shrink (quick_defaults) so it
+runs in seconds, and its results go to $STRATA_BENCH_RESULTS or a fresh
+temporary folder, never over the committed bench/results/."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -27,6 +33,27 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from strata.dev import OtlpReceiver, System, etcd_command, find_etcd, free_port
 
 RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def quick() -> bool:
+    """Whether this is a smoke run (STRATA_BENCH_QUICK=1), not a measurement."""
+    return os.environ.get("STRATA_BENCH_QUICK", "") not in ("", "0")
+
+
+def quick_defaults(parser: argparse.ArgumentParser, **defaults: object) -> None:
+    """In a smoke run the parser's defaults become defaults (flags given still win)."""
+    if quick():
+        parser.set_defaults(**defaults)
+
+
+def results_dir() -> Path:
+    """Where results go: $STRATA_BENCH_RESULTS, else a temporary folder for a
+    smoke run (its numbers mean nothing), else bench/results/."""
+    if chosen := os.environ.get("STRATA_BENCH_RESULTS"):
+        return Path(chosen)
+    if quick():
+        return Path(tempfile.mkdtemp(prefix="strata-bench-quick-"))
+    return RESULTS
 
 
 @contextmanager
@@ -99,14 +126,16 @@ def percentile(values: Sequence[float], p: float) -> float:
 
 
 def write_result(name: str, result: dict[str, Any]) -> Path:
-    """result with when and where it was measured, as bench/results/<name>.json."""
+    """result with when and where it was measured, as <results_dir()>/<name>.json
+    (bench/results/ unless a smoke run)."""
     stamped = {
         "benchmark": name,
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
         **result,
     }
-    RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"{name}.json"
+    folder = results_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.json"
     path.write_text(json.dumps(stamped, indent=2) + "\n")
     return path

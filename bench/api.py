@@ -34,6 +34,7 @@ from bench._harness import (
     cpu_seconds,
     gateway_session,
     percentile,
+    quick_defaults,
     running_system,
     write_result,
 )
@@ -230,12 +231,14 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--concurrency", type=int, default=16)
+    quick_defaults(parser, seconds=0.3, rounds=1, concurrency=4)
     args = parser.parse_args()
     with running_system() as system:
         result = asyncio.run(bench(args, system))
-    write_result("api", result)
+    path = write_result("api", result)
     rates, ratio = result["per_second"], result["ratio"]
     print(json.dumps({"per_second": rates, "ratio": ratio}, indent=2))
+    print(f"wrote {path}")
     return 0
 
 

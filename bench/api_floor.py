@@ -28,7 +28,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._floor import ROUTE, Floor, running_floor
-from bench._harness import gateway_session, percentile, write_result
+from bench._harness import gateway_session, percentile, quick_defaults, write_result
 from bench.api import VALUE, run_phase
 from strata.etcd import Etcd
 
@@ -114,6 +114,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=4.0)
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--concurrency", type=int, default=16)
+    quick_defaults(parser, seconds=0.3, rounds=1, concurrency=4)
     args = parser.parse_args()
     with running_floor() as server:
         result = asyncio.run(bench(args, server))

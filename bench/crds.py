@@ -26,7 +26,7 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._harness import gateway_session, percentile, running_system, write_result
+from bench._harness import gateway_session, percentile, quick_defaults, running_system, write_result
 from strata.dev import System
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -149,11 +149,13 @@ def main() -> int:
     )
     parser.add_argument("--crds", type=int, default=10)
     parser.add_argument("--seconds", type=float, default=3.0)
+    quick_defaults(parser, crds=1, seconds=0.3)
     args = parser.parse_args()
     with running_system() as system:
         result = asyncio.run(bench(args, system))
-    write_result("crds", result)
+    path = write_result("crds", result)
     print(json.dumps(result, indent=2))
+    print(f"wrote {path}")
     return 0
 
 

@@ -28,7 +28,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._harness import running_system, write_result
+from bench._harness import quick_defaults, running_system, write_result
 from strata.etcd import Etcd
 
 NAMESPACE = "bench-informer"
@@ -179,6 +179,7 @@ def main() -> int:
     parser.add_argument("--objects", type=int, default=10_000)
     parser.add_argument("--client", choices=("strata", "kubernetes"))
     parser.add_argument("--kubeconfig")
+    quick_defaults(parser, objects=100)
     args = parser.parse_args()
     if args.client == "strata":
         asyncio.run(_strata_client(args.kubeconfig, args.objects))

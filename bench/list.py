@@ -27,7 +27,7 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._harness import gateway_session, percentile, running_system, write_result
+from bench._harness import gateway_session, percentile, quick_defaults, running_system, write_result
 from strata.dev import System
 from strata.etcd import Etcd, prefix_end
 
@@ -142,6 +142,7 @@ def main() -> int:
     parser.add_argument("--objects", type=int, default=10000)
     parser.add_argument("--size", type=int, default=1024)
     parser.add_argument("--rounds", type=int, default=10)
+    quick_defaults(parser, objects=100, rounds=2)
     args = parser.parse_args()
     with running_system() as system:
         result = asyncio.run(bench(system, args))

@@ -43,7 +43,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._harness import cpu_seconds, start_etcd, write_result
+from bench._harness import cpu_seconds, quick_defaults, start_etcd, write_result
 from strata import service
 from strata.dev import OtlpReceiver, free_port
 from strata.etcd import Etcd, prefix_end
@@ -222,6 +222,7 @@ def main() -> int:
         action="store_true",
         help="drive the storage floor (bench/_storage_floor.py) instead of the storage service",
     )
+    quick_defaults(parser, seconds=0.3, rounds=1, concurrency="4", page_items=100)
     args = parser.parse_args()
     args.concurrency = [int(c) for c in args.concurrency.split(",")]
     # The server measured: its module, its name in the table and its process's,
@@ -265,7 +266,7 @@ def main() -> int:
                 process.wait(10)
             logs.close()
             otlp.stop()
-    write_result(results, result)
+    print(f"wrote {write_result(results, result)}")
     return 0
 
 

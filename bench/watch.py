@@ -67,6 +67,7 @@ from bench._harness import (
     cpu_seconds,
     gateway_session,
     percentile,
+    quick_defaults,
     running_system,
     write_result,
 )
@@ -481,6 +482,7 @@ def main() -> int:
         help="rounds per watcher count (this machine's other tenants come and go: the "
         "summary gives each round's p99 and their median)",
     )
+    quick_defaults(parser, watchers="20", events=5, interval=0.05, clients=1, repeat=1)
     args = parser.parse_args()
     rounds: list[dict[str, Any]] = []
     with contextlib.ExitStack() as running:
