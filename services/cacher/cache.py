@@ -5,10 +5,19 @@ to every watcher of the resource.
 The reflector resumes a broken watch from the last revision it saw, and
 relists only when storage says that revision is gone (410); a relist closes
 the watchers, which resume from their last resourceVersion (or get 410 if
-that left the window). Objects are kept in key order, so a namespace is a
-range of keys; an index by name serves metadata.name selectors. Watchers are
-indexed by the key or prefix they watch, so an event reaches only those that
-can want it, and each event is encoded once for all of them.
+that left the window).
+
+Every watch is served from the window, never from storage's history: one from
+a revision older than the window gets 410 Expired, "too old resource version:
+N (OLDEST)", as from kube's cacher. A cache starts (lists) on its resource's
+first request, as kube's do when the apiserver starts; the registry's garbage
+collector lists every served resource, so in a running system that is at start.
+A watch from a revision the cache has not reached yet waits for it.
+
+Objects are kept in key order, so a namespace is a range of keys; an index by
+name serves metadata.name selectors. Watchers are indexed by the key or prefix
+they watch, so an event reaches only those that can want it, and each event is
+encoded once for all of them.
 """
 
 from __future__ import annotations
@@ -314,14 +323,6 @@ class WatchCache:
             sent += 1
         return sent
 
-    def predates_window(self, since: int) -> bool:
-        """True when a watch from since starts before anything this cache ever held.
-
-        Such a watch is older than the cache, not than its window: storage may still
-        have that history, so it is better asked than answered with 410.
-        """
-        return self.window.predates(since)
-
     # --- reads -------------------------------------------------------------------
 
     def get(self, key: str) -> Object:
@@ -434,7 +435,10 @@ class WatchCache:
         state or the replay from since); with a sink, those went to it already."""
         await self.wait_synced()
         if since > self.revision:
-            await self.wait_for_revision(since)
+            if sends_initial_state(since, opts):
+                await self.wait_for_revision(since)  # 504 "Too large" after a while
+            elif not await self._reached(since, opts.timeout_seconds):
+                return self._ended(key, opts, matches), []
         now = self._clock()
         watcher = Watcher(
             key=key,
@@ -478,6 +482,27 @@ class WatchCache:
             initial = []
         self._register(watcher)
         return watcher, initial
+
+    async def _reached(self, revision: int, within: float) -> bool:
+        """Wait (up to within seconds, if above 0) for the cache to reach revision:
+        a watch from a revision not reached yet waits for it, as kube's does, on
+        the reflector's own progress; False if the time ran out."""
+
+        def caught_up() -> bool:
+            return self.revision >= revision
+
+        try:
+            async with asyncio.timeout(within if within > 0 else None), self._progress:
+                await self._progress.wait_for(caught_up)
+        except TimeoutError:
+            return False
+        return True
+
+    def _ended(self, key: str, opts: WatchOptions, matches: Matcher) -> Watcher:
+        """A watcher closed before it began (its timeout came first)."""
+        watcher = Watcher(key=key, recursive=opts.recursive, matches=matches, bookmarks=False)
+        watcher.close()
+        return watcher
 
     def _close(self, watcher: Watcher) -> None:
         watcher.close()

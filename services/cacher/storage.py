@@ -30,14 +30,8 @@ from strata.storage import (
     WatchOptions,
     resource_root,
 )
-from strata.storage._requests import (
-    check_list,
-    check_match,
-    compile_predicate,
-    revision,
-    sends_initial_state,
-)
-from strata.storage._watch_stream import Sink, encoded, pump
+from strata.storage._requests import check_list, check_match, compile_predicate, revision
+from strata.storage._watch_stream import Sink
 
 
 class CachedStorage:
@@ -179,16 +173,15 @@ class CachedStorage:
             return await self._upstream.list(prefix, opts)
         return cache.read_list(prefix, matches, opts.limit)
 
-    async def _watch_cache(self, key: str, opts: WatchOptions) -> tuple[WatchCache, int] | None:
-        """The cache that serves this watch and the revision it starts after, or
-        None when storage must (the watch starts before anything the cache held)."""
+    async def _watch_cache(self, key: str, opts: WatchOptions) -> tuple[WatchCache, int]:
+        """The cache that serves this watch, made fresh enough for it, and the
+        revision the watch starts after. Every watch is the cache's: it replays
+        from its window or answers 410 Expired, never asks storage for history."""
         since = revision(key, opts.resource_version)
         cache = self.cache(key)
         how = plan(Op.WATCH, opts.resource_version, send_initial_events=opts.send_initial_events)
         await cache.wait_synced()
         await self._fresh(cache, how, since)
-        if not sends_initial_state(since, opts) and cache.predates_window(since):
-            return None
         return cache, since
 
     async def watch_encoded(
@@ -196,12 +189,7 @@ class CachedStorage:
     ) -> AsyncGenerator[bytes, None]:
         """The watch as encoded WatchEvents, each encoded once for all watchers."""
         matches = compile_predicate(key, opts.predicate)
-        served = await self._watch_cache(key, opts)
-        if served is None:
-            async for data in encoded(self._upstream.watch(key, opts)):
-                yield data
-            return
-        cache, since = served
+        cache, since = await self._watch_cache(key, opts)
         async for data in cache.watch(key, since, opts, matches):
             yield data
 
@@ -209,11 +197,7 @@ class CachedStorage:
         """The watch's encoded events put into sink straight from the cache's
         dispatch (Storage/WatchStream); returns when the watch ends."""
         matches = compile_predicate(key, opts.predicate)
-        served = await self._watch_cache(key, opts)
-        if served is None:
-            await pump(encoded(self._upstream.watch(key, opts)), sink)
-            return
-        cache, since = served
+        cache, since = await self._watch_cache(key, opts)
         await cache.watch_into(key, since, opts, matches, sink)
 
     async def watch(

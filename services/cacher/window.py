@@ -5,8 +5,11 @@ The capacity starts at the lower bound and doubles (up to the upper bound)
 whenever the window is full of events younger than the fresh duration, so
 75s of history survive bursts; it halves (down to the lower bound) when even
 the newest quarter of a full window is older than that, so an idle resource
-gives its memory back. A watch from a revision the window no longer covers
-gets 410 Expired with kube's "too old resource version" message.
+gives its memory back. A watch from a revision older than the window gets 410
+Expired with kube's message, "too old resource version: N (OLDEST)", where
+OLDEST is the oldest revision a watch may start from: the list's revision
+while no event has left, else the revision just before the oldest event held
+(kube's getAllEventsSinceLocked).
 """
 
 from __future__ import annotations
@@ -108,11 +111,6 @@ class EventWindow(Generic[E]):
         if len(self):
             return self._at(self._start).revision - 1
         return self._list_revision
-
-    def predates(self, revision: int) -> bool:
-        """Whether revision is older than anything this window ever held, with no
-        event evicted since: storage may still have that history."""
-        return 0 < revision < self._list_revision and not self._evicted
 
     def since(self, revision: int, key: str) -> list[E]:
         """Every event after revision, oldest first; Expired if some have left."""

@@ -12,9 +12,11 @@ from strata.storage.conformance import CASES, Capabilities, Hooks, MissingCapabi
 CAPABILITIES = {
     "storage": Capabilities(),
     "storage-unary": Capabilities(),
-    # The cacher replays a compacted revision still in its window instead of
-    # answering 410 (as kube's does).
-    "cacher": Capabilities(watch_expires_on_compaction=False, progress_on_request=False),
+    # The cacher, like kube's, answers a watch from its window (compacted or not)
+    # and 410 for anything older, whatever etcd still keeps.
+    "cacher": Capabilities(
+        watch_expires_on_compaction=False, expires_before_window=True, progress_on_request=False
+    ),
 }
 
 

@@ -1,7 +1,10 @@
 """An informer outlives its server's trouble, against a system of its own:
 it resumes its watch after the gateway restarts (no relist, nothing missed),
-and when the resourceVersion it resumes from has been compacted away (410) it
-lists again, reporting an object deleted meanwhile as DeletedFinalStateUnknown."""
+and when the resourceVersion it resumes from has been compacted away, or is
+older than a restarted watch cache's window though etcd still has it (410
+"too old resource version", as kube's cacher answers after an apiserver
+restart), it lists again, reporting an object deleted meanwhile as
+DeletedFinalStateUnknown."""
 
 from __future__ import annotations
 
@@ -105,5 +108,46 @@ async def test_an_informer_resumes_after_restarts_and_relists_after_410(
         assert isinstance(vanished, DeletedFinalStateUnknown)
         assert vanished.key == "apps/b" and vanished.obj["metadata"]["name"] == "b"
         assert sorted(informer.indexer.list_keys()) == ["apps/a", "apps/c", "apps/d"]
+    finally:
+        await informer.stop()
+
+
+async def _delete_behind_the_gateway(system: System, namespace: str, name: str) -> None:
+    """Delete through the registry, so a client of the (stopped) gateway misses it."""
+    assert system.endpoints is not None
+    ref = registry_pb2.ResourceRef(version="v1", resource="configmaps", namespace=namespace)
+    async with grpc.aio.insecure_channel(system.endpoints.registry) as channel:
+        registry = registry_pb2_grpc.RegistryStub(channel)
+        await registry.Delete(registry_pb2.DeleteRequest(resource=ref, name=name))
+
+
+async def test_an_informer_relists_when_a_restarted_cache_is_newer_than_its_watch(
+    own_system: System, rest: RestClient
+) -> None:
+    dynamic = DynamicClient(rest)
+    await dynamic.resource(NAMESPACES).create({"metadata": {"name": "shop"}})
+    cms = dynamic.resource(CONFIGMAPS)
+    for name in ("a", "b"):
+        await cms.create({"metadata": {"name": name}}, "shop")
+    deleted: list[Any] = []
+    informer = SharedIndexInformer(cms, namespace="shop")
+    informer.reflector.max_backoff = 1.0
+    informer.add_event_handler(EventHandler(on_delete=deleted.append))
+    informer.start()
+    try:
+        assert await informer.wait_for_cache_sync(30)
+        assert informer.reflector.lists == 1
+        # b goes while the informer cannot watch; the cacher restarts and lists
+        # after that: the informer's resourceVersion is older than its window,
+        # though etcd (not compacted) still has every revision since.
+        await asyncio.to_thread(own_system.stop_one, "gateway")
+        await _delete_behind_the_gateway(own_system, "shop", "b")
+        await asyncio.to_thread(own_system.restart, "cacher")
+        await asyncio.to_thread(own_system.start_one, "gateway")
+        await eventually(lambda: informer.reflector.lists == 2)
+        await eventually(lambda: bool(deleted))
+        (vanished,) = deleted
+        assert isinstance(vanished, DeletedFinalStateUnknown) and vanished.key == "shop/b"
+        assert informer.indexer.list_keys() == ["shop/a"]
     finally:
         await informer.stop()

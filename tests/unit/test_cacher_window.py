@@ -51,9 +51,23 @@ def test_before_anything_was_evicted_the_list_revision_is_the_oldest() -> None:
     window.reset(10)
     filled(window, clock, range(11, 13), 1)
     assert window.since(10, "/k") == [11, 12]
-    assert window.predates(9) and not window.predates(10)
-    with pytest.raises(Expired):
+    assert window.oldest() == 10
+    with pytest.raises(Expired) as caught:
         window.since(9, "/k")
+    assert str(caught.value).endswith("too old resource version: 9 (10)")
+
+
+def test_a_relist_starts_the_window_over_at_the_list_revision() -> None:
+    clock = Clock()
+    window: EventWindow[int] = EventWindow(clock, lower=4, upper=4)
+    window.reset(10)
+    filled(window, clock, range(11, 13), 1)
+    window.reset(20)
+    assert window.oldest() == 20 and len(window) == 0
+    assert window.since(20, "/k") == []
+    with pytest.raises(Expired) as caught:
+        window.since(12, "/k")
+    assert str(caught.value).endswith("too old resource version: 12 (20)")
 
 
 def test_grows_while_the_window_holds_only_fresh_events() -> None:

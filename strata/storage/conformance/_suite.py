@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import orjson
 
 from strata.proto.storage.v1 import storage_pb2
-from strata.storage._interface import Storage
+from strata.storage._interface import ListOptions, Storage
 
 T = TypeVar("T")
 Event = storage_pb2.WatchEvent
@@ -22,8 +22,12 @@ class Capabilities:
     """Where implementations legitimately differ."""
 
     # A watch from a compacted revision fails with Expired (a cache may still
-    # hold that history in its window and replay it instead).
+    # hold that history in its window and replay it instead, as kube's does).
     watch_expires_on_compaction: bool = True
+    # A watch from before the implementation's event window fails with Expired,
+    # "too old resource version: N (OLDEST)", even while etcd keeps that history
+    # (a watch cache, as kube's); storage replays any revision not compacted.
+    expires_before_window: bool = False
     # BOOKMARK events arrive while a watch with progress_notify is idle.
     progress_notify: bool = True
     # request_progress brings such a BOOKMARK at once (a cache catches up itself,
@@ -58,6 +62,14 @@ class Suite:
     def prefix() -> str:
         """A resource prefix no other case uses."""
         return f"/conformance{uuid.uuid4().hex[:10]}/"
+
+    async def resource(self) -> str:
+        """A prefix no other case uses, that the implementation serves watches of
+        from now on: a watch cache starts on its resource's first request (kube's
+        when the apiserver starts) and answers 410 for anything older."""
+        root = self.prefix()
+        await self.storage.list(root, ListOptions())
+        return root
 
 
 def obj(
