@@ -3,14 +3,18 @@ configuration merged into the live object under its field manager's name, with
 metadata.managedFields saying who owns which field, as kube's field manager
 keeps them (fieldsType FieldsV1).
 
-A manager owns the fields its last applied configuration set. Applying a value
-different from the live one to a field another manager owns is a conflict
-(409, kube's message listing the fields and managers) unless forced, which
-takes the fields over. A field a manager applied before and leaves out now is
-removed, unless another manager owns it or something inside it. Maps merge
-field by field, and so do the lists the kind's schema declares map lists (item
-by item, by their keys: containers by name) or sets (value by value); any
-other list is one field, replaced whole.
+A manager owns the fields its last applied configuration set (an empty map and
+a null are fields; an empty map or set list is not). Adding, or giving another
+value to, a field another manager owns is a conflict (409, kube's message
+listing the fields and managers) unless forced, which takes the fields over. A
+field a manager applied before and leaves out now is removed, unless a manager
+(this one, in what it applies now, included) owns it or something inside it.
+Maps merge field by field (an empty map or a null applied to one leaves it as it
+is), unless the schema declares them atomic, and so do the lists it declares map
+lists (item by item, by their keys: containers by name) or sets (value by
+value); any other list is one field, replaced whole. The merge is
+structured-merge-diff's: what a built-in kind's Go types then make of the
+object (empty maps left out, nulls as zero values) is the registry's part.
 """
 
 from __future__ import annotations
@@ -35,13 +39,15 @@ from strata.api.managed_fields import (
     Obj,
     Overlaps,
     Path,
-    changed,
+    added_or_modified,
     entries,
     entry,
+    in_kubes_order,
     leaves,
     list_shapes,
     order,
     printed,
+    schema_path,
     to_fields_v1,
 )
 
@@ -70,9 +76,12 @@ def _child(current: Finder, container: Any, element: Element, then: Element | No
     return item
 
 
-def _set(current: Finder, path: Path, value: Any) -> None:
-    """Set path to value in current's object; an empty map merges into the map
-    there (leaving it as it is); a list's item is made when missing."""
+def _set(current: Finder, path: Path, value: Any, shapes: ListShapes) -> None:
+    """Merge the applied value at path into current's object, as
+    structured-merge-diff merges: a list's item is made when missing; an empty
+    map, or a null where a map merged key by key or a map or set list is, leaves
+    what is there (its keys and items are merged, and here there are none);
+    anything else is replaced."""
     container: Any = current.obj
     for depth, element in enumerate(path[:-1]):
         container = _child(current, container, element, path[depth + 1])
@@ -80,9 +89,22 @@ def _set(current: Finder, path: Path, value: Any) -> None:
     if not isinstance(last, str):
         _child(current, container, last, None)
         return
-    if value == {} and isinstance(container.get(last), dict):
+    there, at = container.get(last), schema_path(path)
+    merges = (isinstance(there, dict) and at not in shapes.atomic_maps) or (
+        isinstance(there, list) and shapes.items(at, there) is not None
+    )
+    if merges and (value is None or (value == {} and isinstance(there, dict))):
         return
     container[last] = copy.deepcopy(value)
+
+
+def _set_empty_list(current: Finder, path: Path) -> None:
+    """An empty map or set list applied where there is none is an empty list."""
+    container: Any = current.obj
+    for depth, element in enumerate(path[:-1]):
+        container = _child(current, container, element, path[depth + 1])
+    if not isinstance(container.get(path[-1]), list):
+        container[path[-1]] = []
 
 
 def _remove_all(obj: Obj, paths: list[Path], kept: set[Path]) -> None:
@@ -172,75 +194,95 @@ def apply(
     """The object applied makes of live (None: it does not exist yet), its
     managedFields updated; 409 on conflicts unless forced. shapes says which
     lists merge item by item (by default none: every list is atomic)."""
-    wanted = leaves(applied, shapes)
+    empty_lists: set[Path] = set()
+    wanted = leaves(applied, shapes, empty_lists)
     before: Obj = live if live is not None else {}
     current: Obj = copy.deepcopy(before)
     config, writing = Finder(applied), Finder(current)
     for path in sorted(wanted, key=order):
-        _set(writing, path, config.get(path))
+        _set(writing, path, config.get(path), shapes)
+    for path in sorted(empty_lists, key=order):
+        _set_empty_list(writing, path)
     managers = entries(current)
     mine = next((e for e in managers if e.manager == manager and e.is_apply), None)
     others = [e for e in managers if e is not mine]
-    # A conflict is a field another manager owns that this apply changes (owning
-    # a list's item is owning that it is there, not the fields inside it).
+    # A conflict is a field another manager owns that this apply adds or gives
+    # another value (owning a list's item is owning that it is there, not the
+    # fields inside it; owning an empty map is owning that it is there).
     old_values, new_values = Finder(before), Finder(current)
-    conflicts: list[tuple[Entry, Path]] = []
-    for other in others:
-        found: set[Path] = set()
-        below: dict[Path, list[Path]] = {}
-        for owned in other.fields:
-            for i in range(1, len(owned)):
-                below.setdefault(owned[:i], []).append(owned)
-        for path in wanted:
-            # Owned fields holding path (an item's own fields excepted), and inside it.
-            holders = [
-                path[:i]
-                for i in range(1, len(path) + 1)
-                if path[:i] in other.fields and (i == len(path) or isinstance(path[i - 1], str))
-            ]
-            for deeper in [path for _ in holders[:1]] + below.get(path, []):
-                if deeper not in found and changed(old_values, new_values, deeper):
-                    found.add(deeper)
-        conflicts += [(other, path) for path in sorted(found, key=order)]
+    conflicts = [
+        (other, path)
+        for other in others
+        for path in sorted(other.fields, key=order)
+        if added_or_modified(old_values, new_values, path, shapes)
+    ]
     if conflicts and not force:
         raise _conflict_error(conflicts)
     for other in {id(e): e for e, _ in conflicts}.values():
-        taken = Overlaps(p for e, p in conflicts if e is other)
-        other.fields = {f for f in other.fields if not taken(f)}
-    owned_by_others = Overlaps(f for e in others for f in e.fields)
-    # A field goes unless another manager owns it or something inside it; an
-    # item's key fields go with the item, never without it.
+        other.fields -= {p for e, p in conflicts if e is other}
+    # A field this manager applied before and leaves out now goes, unless a
+    # manager (this one, now, included) owns it or something inside it: the
+    # map it applied empty before is the map it applies keys of now. An item's
+    # key fields go with the item, never without it.
+    kept = Overlaps([f for e in others for f in e.fields] + list(wanted))
     gone = [
         path
         for path in sorted((mine.fields if mine else set()) - wanted, key=len)
         if not (len(path) > 1 and isinstance(path[-2], Key) and path[-1] in dict(path[-2].fields))
-        and not owned_by_others.covers(path)
+        and not kept.covers(path)
     ]
-    _remove_all(current, gone, owned_by_others.paths | wanted)
+    _remove_all(current, gone, kept.paths)
     for field in ("apiVersion", "kind"):
         current[field] = applied[field]
     metadata = current.setdefault("metadata", {})
     for field in ("name", "namespace"):
         if field in applied["metadata"] and field not in metadata:
             metadata[field] = applied["metadata"][field]
-    # A manager left owning nothing (this one included) has no entry; one whose
-    # fields are what they were keeps its entry, time included, as kube's field
-    # manager does: applying the same configuration again then writes nothing.
-    if mine is not None and mine.fields == wanted and mine.raw.get("apiVersion") == api_version:
-        own = [mine.raw]
-    else:
-        own = [entry(manager, APPLY, api_version, wanted)] if wanted else []
+    own = _own_entry(mine, wanted, manager, api_version, _changed(before, current))
     forced = {id(e) for e, _ in conflicts}
-    result: list[Obj] = []
-    for other in managers:
-        if other is mine:
-            result += own
-        elif other.fields:
+    result: list[Obj] = list(own)
+    for other in others:
+        if other.fields:
             was_forced = id(other) in forced
             result.append(
                 {**other.raw, "fieldsV1": to_fields_v1(other.fields)} if was_forced else other.raw
             )
-    if mine is None:
-        result += own
-    metadata["managedFields"] = result
+    metadata["managedFields"] = in_kubes_order(result)
     return current
+
+
+def _own_entry(
+    mine: Entry | None, wanted: set[Path], manager: str, api_version: str, changed: bool
+) -> list[Obj]:
+    """The applier's managedFields entry (none when it owns nothing). As kube's
+    field manager, an apply that changes the object stamps the entry with the
+    time; one that does not keeps the entry's time, and a new entry then has
+    none (kube's order puts it first). One whose fields and version are what
+    they were keeps its entry whole: applying the same configuration again then
+    writes nothing."""
+    if not wanted:
+        return []
+    if (
+        mine is not None
+        and not changed
+        and mine.fields == wanted
+        and mine.raw.get("apiVersion") == api_version
+    ):
+        return [mine.raw]
+    stamped = entry(manager, APPLY, api_version, wanted)
+    if not changed:
+        if mine is not None and mine.raw.get("time"):
+            stamped["time"] = mine.raw["time"]
+        else:
+            del stamped["time"]
+    return [stamped]
+
+
+def _changed(before: Obj, after: Obj) -> bool:
+    """Whether an apply changed the object (its managedFields aside)."""
+
+    def content(obj: Obj) -> Obj:
+        metadata = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "managedFields"}
+        return {**obj, "metadata": metadata}
+
+    return not before or content(before) != content(after)

@@ -7,7 +7,10 @@ A field is a path from the object's root: field names, and for the items of a
 list its schema declares a map (x-kubernetes-list-type: map, keyed by
 x-kubernetes-list-map-keys: containers by name) or a set (finalizers) the item
 itself, named by its key fields or its value, as FieldsV1's `k:{"name":"web"}`
-and `v:"x"` name them. Any other list is atomic: one field, owned whole.
+and `v:"x"` name them. Any other list is atomic: one field, owned whole, and so
+is a map its schema declares atomic (x-kubernetes-map-type: atomic: a label
+selector). A null and an empty map are fields of their own too (what
+structured-merge-diff's field sets hold); an empty map or set list is not.
 """
 
 from __future__ import annotations
@@ -79,10 +82,16 @@ _SCALARS = (str, int, float, bool, type(None))
 
 @dataclass(frozen=True)
 class ListShapes:
-    """A kind's map and set lists, by schema path; every other list is atomic."""
+    """A kind's map and set lists, by schema path (every other list is atomic),
+    and its atomic maps (every other map merges key by key)."""
 
     maps: Mapping[SchemaPath, tuple[tuple[str, Any], ...]] = field(default_factory=dict)
     sets: frozenset[SchemaPath] = frozenset()
+    atomic_maps: frozenset[SchemaPath] = frozenset()
+
+    def keyed(self, at: SchemaPath) -> bool:
+        """Whether the list at `at` merges item by item (a map or a set list)."""
+        return at in self.maps or at in self.sets
 
     def items(self, at: SchemaPath, value: list[Any]) -> list[tuple[Key | Value, Any]] | None:
         """value's items with the elements naming them, or None where value is
@@ -110,13 +119,23 @@ class ListShapes:
 ATOMIC = ListShapes()
 _LIST_TYPE = "x-kubernetes-list-type"
 _MAP_KEYS = "x-kubernetes-list-map-keys"
+_MAP_TYPE = "x-kubernetes-map-type"
 
 
-def _walk(schema: Any, at: SchemaPath, maps: dict[SchemaPath, Any], sets: set[SchemaPath]) -> None:
+def _walk(
+    schema: Any,
+    at: SchemaPath,
+    maps: dict[SchemaPath, Any],
+    sets: set[SchemaPath],
+    atomic: set[SchemaPath],
+) -> None:
     if not isinstance(schema, dict):
         return
+    if schema.get(_MAP_TYPE) == "atomic":
+        atomic.add(at)
+        return  # nothing inside an atomic map is a field of its own
     for name, child in (schema.get("properties") or {}).items():
-        _walk(child, (*at, name), maps, sets)
+        _walk(child, (*at, name), maps, sets, atomic)
     items = schema.get("items")
     if schema.get("type") == "array" and isinstance(items, dict):
         kind, keys = schema.get(_LIST_TYPE), schema.get(_MAP_KEYS)
@@ -125,17 +144,23 @@ def _walk(schema: Any, at: SchemaPath, maps: dict[SchemaPath, Any], sets: set[Sc
             maps[at] = tuple((str(k), (properties.get(k) or {}).get("default")) for k in keys)
         elif kind == "set":
             sets.add(at)
-        _walk(items, (*at, "[]"), maps, sets)
+        _walk(items, (*at, "[]"), maps, sets, atomic)
 
 
 def list_shapes(kind_schema: Obj | None) -> ListShapes:
-    """The list shapes a kind's schema declares (its metadata is ObjectMeta)."""
+    """The list and map shapes a kind's schema declares (its metadata is ObjectMeta)."""
     schema = kind_schema or {}
     properties = {**(schema.get("properties") or {}), "metadata": OBJECT_META}
     maps: dict[SchemaPath, Any] = {}
     sets: set[SchemaPath] = set()
-    _walk({**schema, "properties": properties}, (), maps, sets)
-    return ListShapes(maps, frozenset(sets))
+    atomic: set[SchemaPath] = set()
+    _walk({**schema, "properties": properties}, (), maps, sets, atomic)
+    return ListShapes(maps, frozenset(sets), frozenset(atomic))
+
+
+def schema_path(path: Path) -> SchemaPath:
+    """The schema path of a field: a list's items are "[]"."""
+    return tuple(e if isinstance(e, str) else "[]" for e in path)
 
 
 def order(path: Path) -> tuple[tuple[int, str], ...]:
@@ -148,26 +173,33 @@ def printed(path: Path) -> str:
     return "".join(f".{e}" if isinstance(e, str) else e.printed() for e in path)
 
 
-def leaves(obj: Obj, shapes: ListShapes = ATOMIC) -> set[Path]:
+def leaves(
+    obj: Obj, shapes: ListShapes = ATOMIC, empty_lists: set[Path] | None = None
+) -> set[Path]:
     """The fields a configuration sets: every value that is not a non-empty map
-    or a non-empty map or set list, and every item of such a list."""
+    merged key by key nor a map or set list, and every item of such a list. An
+    empty map or set list sets nothing (empty_lists, when given, collects them)."""
     found: set[Path] = set()
-    _leaves(obj, shapes, (), (), found)
+    _leaves(obj, shapes, (), (), found, set() if empty_lists is None else empty_lists)
     return found
 
 
-def _leaves(obj: Obj, shapes: ListShapes, prefix: Path, at: SchemaPath, found: set[Path]) -> None:
+def _leaves(
+    obj: Obj, shapes: ListShapes, prefix: Path, at: SchemaPath, found: set[Path], empty: set[Path]
+) -> None:
     for name, value in obj.items():
-        path, schema_path = (*prefix, name), (*at, name)
+        path, schema_at = (*prefix, name), (*at, name)
         if path in _IDENTITY or (not prefix and name == "status"):
             continue
-        if isinstance(value, dict) and value:
-            _leaves(value, shapes, path, schema_path, found)
-        elif isinstance(value, list) and value and (named := shapes.items(schema_path, value)):
+        if isinstance(value, dict) and value and schema_at not in shapes.atomic_maps:
+            _leaves(value, shapes, path, schema_at, found, empty)
+        elif isinstance(value, list) and (named := shapes.items(schema_at, value)) is not None:
+            if not named:
+                empty.add(path)
             for element, item in named:
                 found.add((*path, element))
                 if isinstance(item, dict):
-                    _leaves(item, shapes, (*path, element), (*schema_path, "[]"), found)
+                    _leaves(item, shapes, (*path, element), (*schema_at, "[]"), found, empty)
         else:
             found.add(path)
 
@@ -313,6 +345,40 @@ def changed(before: Finder, after: Finder, path: Path) -> bool:
     return (before.get(path) is MISSING) != (after.get(path) is MISSING)
 
 
+def added_or_modified(before: Finder, after: Finder, path: Path, shapes: ListShapes) -> bool:
+    """Whether a write added the field at path or changed its value, as
+    structured-merge-diff's comparison tells (what conflicts with the field's
+    owner): a map merged key by key, a map or set list and a list's item are
+    never modified themselves (their own fields and items are)."""
+    old, new = before.get(path), after.get(path)
+    if new is MISSING:
+        return False
+    if old is MISSING:
+        return True
+    if not isinstance(path[-1], str):
+        return False
+    at = schema_path(path)
+    if isinstance(old, dict) and isinstance(new, dict):
+        return at in shapes.atomic_maps and old != new
+    if isinstance(old, list) and isinstance(new, list):
+        keyed = shapes.items(at, old) is not None and shapes.items(at, new) is not None
+        return not keyed and old != new
+    return bool(old != new) or type(old) is not type(new)
+
+
+def in_kubes_order(managed: list[Obj]) -> list[Obj]:
+    """managedFields as kube writes them: by operation (Apply first), time (an
+    entry without one first; RFC 3339 in UTC sorts as it reads), manager,
+    apiVersion and subresource."""
+    return sorted(
+        managed,
+        key=lambda raw: tuple(
+            str(raw.get(name) or "")
+            for name in ("operation", "time", "manager", "apiVersion", "subresource")
+        ),
+    )
+
+
 @dataclass
 class Entry:
     """One managedFields entry, its fields decoded."""
@@ -408,6 +474,6 @@ def record_update(
     if owned:
         result.append(entry(manager, UPDATE, api_version, owned))
     if result:
-        metadata["managedFields"] = result
+        metadata["managedFields"] = in_kubes_order(result)
     else:
         metadata.pop("managedFields", None)
