@@ -13,7 +13,7 @@ from aiohttp import web
 from grpc_health.v1 import health_pb2_grpc
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from services.gateway import authn, health, negotiation, output, requests, tracing
+from services.gateway import authn, health, negotiation, output, paths, requests, tracing
 from services.gateway.catalog import Catalog
 from services.gateway.handlers import ResourceHandlers, json_response, status_response
 from services.gateway.openapi import OpenAPIv3
@@ -31,23 +31,43 @@ GIT_VERSION = f"v{KUBE_VERSION[0]}.{KUBE_VERSION[1]}.0-strata"
 log = telemetry.get_logger("strata.gateway")
 
 
+def _status(request: web.Request, error: StatusError) -> web.Response:
+    return status_response(error, pretty=output.wants_pretty(request))
+
+
 @web.middleware
 async def render_status(request: web.Request, handler: Handler) -> web.StreamResponse:
     try:
         return await handler(request)
     except StatusError as e:
-        return status_response(e)
+        return _status(request, e)
     except web.HTTPRequestEntityTooLarge:
-        return status_response(errors.too_large("the request body is too large"))
+        return _status(request, errors.too_large("the request body is too large"))
     except web.HTTPNotFound:
-        return status_response(errors.path_not_found())
-    except web.HTTPMethodNotAllowed as e:
-        return status_response(errors.method_not_allowed(e.method, request.path))
+        # No route: kube's REST container answers a Status for its own paths
+        # (/api..., /version/...), Go's mux plain text for the rest.
+        if paths.json_prefixed(request.path, ()):
+            return _status(request, errors.path_not_found())
+        return output.text_not_found()
+    except web.HTTPMethodNotAllowed:
+        return _status(request, errors.method_not_allowed())
     except web.HTTPException:
         raise
     except Exception as e:  # a bug here must still answer as the API does
         log.exception("request failed", path=request.path, method=request.method)
-        return status_response(errors.internal(f"{type(e).__name__}: {e}"))
+        return _status(request, errors.internal(f"{type(e).__name__}: {e}"))
+
+
+async def nothing(_: web.Request) -> web.Response:
+    """kube's OpenAPI v3 handler's 404: no body at all."""
+    return web.Response(status=404)
+
+
+async def self_subject_review(request: web.Request) -> web.Response:
+    """POST only: kube's route answers any other method 405."""
+    if request.method != "POST":
+        raise errors.method_not_allowed()
+    return await authn.self_subject_review(request)
 
 
 def build_app(
@@ -84,20 +104,20 @@ def build_app(
 
     async def version(_: web.Request) -> web.Response:
         major, minor = KUBE_VERSION
-        return json_response(
-            orjson.dumps(
-                {
-                    "major": major,
-                    "minor": minor,
-                    "gitVersion": GIT_VERSION,
-                    "gitCommit": "",
-                    "gitTreeState": "clean",
-                    "buildDate": "1970-01-01T00:00:00Z",
-                    "goVersion": f"python{platform.python_version()}",
-                    "compiler": platform.python_implementation().lower(),
-                    "platform": f"{platform.system().lower()}/{platform.machine()}",
-                }
-            )
+        info = {
+            "major": major,
+            "minor": minor,
+            "gitVersion": GIT_VERSION,
+            "gitCommit": "",
+            "gitTreeState": "clean",
+            "buildDate": "1970-01-01T00:00:00Z",
+            "goVersion": f"python{platform.python_version()}",
+            "compiler": platform.python_implementation().lower(),
+            "platform": f"{platform.system().lower()}/{platform.machine()}",
+        }
+        # kube writes /version indented whoever asks, with no newline after.
+        return web.Response(
+            body=output.indented(orjson.dumps(info)), content_type="application/json"
         )
 
     async def discovery(request: web.Request, legacy: bool) -> web.Response | None:
@@ -140,18 +160,22 @@ def build_app(
         )
 
     app.router.add_get("/metrics", metrics_text)
-    app.router.add_get("/version", version)
-    app.router.add_get("/api", api)
-    app.router.add_get("/api/", api)
-    app.router.add_get("/apis", apis)
-    app.router.add_get("/apis/", apis)
+    # Paths with slashes after them as kube takes them: any number after
+    # /version and /api, one after /apis (two is a 404 there).
+    app.router.add_get("/version{slashes:/*}", version)
+    app.router.add_get("/api{slashes:/*}", api)
+    # kube serves /apis and /openapi/v2 whatever the method.
+    app.router.add_route("*", "/apis{slash:/?}", apis)
     openapi = OpenAPIv3(catalog, GIT_VERSION)
-    app.router.add_get("/openapi/v2", openapi.v2)
+    app.router.add_route("*", "/openapi/v2", openapi.v2)
     app.router.add_get("/openapi/v3", openapi.index)
+    app.router.add_get("/openapi/v3/", nothing)
+    app.router.add_get("/openapi/v3/{path:.*/}", nothing)
     app.router.add_get("/openapi/v3/{path:.+}", openapi.group_version)
-    app.router.add_post(
-        "/apis/authentication.k8s.io/v1/selfsubjectreviews", authn.self_subject_review
+    app.router.add_route(
+        "*", "/apis/authentication.k8s.io/v1/selfsubjectreviews", self_subject_review
     )
-    app.router.add_route("*", "/api/{tail:.+}", resources.handle)
-    app.router.add_route("*", "/apis/{tail:.+}", resources.handle)
+    # (A tail of slashes alone is /api's or /apis' own, above.)
+    app.router.add_route("*", "/api/{tail:.*[^/].*}", resources.handle)
+    app.router.add_route("*", "/apis/{tail:.*[^/].*}", resources.handle)
     return app

@@ -15,9 +15,9 @@ from aiohttp import web
 
 from services.gateway import apply, negotiation, patches, paths
 from services.gateway.catalog import APIResource, Catalog
-from services.gateway.output import OUTPUT, partial_event
+from services.gateway.output import OUTPUT, go_escaped, indented, partial_event, text_not_found
 from services.gateway.watches import RegistryWatches
-from strata.api import errors
+from strata.api import errors, goquote
 from strata.api.causes import not_supported, too_long
 from strata.api.errors import Cause, StatusError
 from strata.api.managed_fields import ListShapes
@@ -35,35 +35,14 @@ def _decoding(body: negotiation.Body) -> registry_pb2.Decoding:
 
 
 def json_response(body: bytes, status: int = 200) -> web.Response:
-    return web.Response(body=body, status=status, content_type=JSON)
-
-
-_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def _quoted(text: str) -> str:
-    """text as Go's strconv.Quote writes it: quotes and backslashes escaped, and
-    whatever is not printable (control characters can not go in a header) as
-    an escape sequence."""
-    out = []
-    for c in text:
-        if c in _ESCAPES:
-            out.append(_ESCAPES[c])
-        elif c.isprintable():
-            out.append(c)
-        elif ord(c) < 0x80:
-            out.append(f"\\x{ord(c):02x}")
-        elif ord(c) <= 0xFFFF:
-            out.append(f"\\u{ord(c):04x}")
-        else:
-            out.append(f"\\U{ord(c):08x}")
-    return '"' + "".join(out) + '"'
+    """body, compact JSON, as kube's encoder writes it (Go's escapes, a newline after)."""
+    return web.Response(body=go_escaped(body) + b"\n", status=status, content_type=JSON)
 
 
 def warning_header(text: str) -> str:
     """A Warning header value as kube-apiserver writes one (code 299, no agent,
     the text quoted as Go quotes it)."""
-    return f"299 - {_quoted(text)}"
+    return f"299 - {goquote.quote(text)}"
 
 
 def object_response(answer: registry_pb2.ObjectResponse, status: int = 200) -> web.Response:
@@ -74,8 +53,13 @@ def object_response(answer: registry_pb2.ObjectResponse, status: int = 200) -> w
     return response
 
 
-def status_response(error: StatusError) -> web.Response:
-    response = json_response(error.to_json(), error.code)
+def status_response(error: StatusError, pretty: bool = False) -> web.Response:
+    if pretty:
+        response = web.Response(
+            body=indented(error.to_json()), status=error.code, content_type=JSON
+        )
+    else:
+        response = json_response(error.to_json(), error.code)
     if error.retry_after_seconds is not None:
         response.headers["Retry-After"] = str(error.retry_after_seconds)
     return response
@@ -134,12 +118,14 @@ class ResourceHandlers:
     async def handle(self, request: web.Request) -> web.StreamResponse:
         info = paths.info_of(request)
         if info is None:
-            raise errors.path_not_found()
+            return await self._nothing_at(request)
         try:
             if not info.resource:
                 return await self._discovery(request, info)
             api = await self._catalog.lookup(info.group, info.version, info.resource)
-            if api is None or (info.namespace and not api.namespaced):
+            if api is None:
+                return await self._nothing_at(request)
+            if info.namespace and not api.namespaced:
                 raise errors.path_not_found()
             if info.subresource and info.subresource not in api.subresources:
                 raise errors.path_not_found()
@@ -147,12 +133,25 @@ class ResourceHandlers:
         except grpc.aio.AioRpcError as e:
             raise status_from_rpc_error(e) from None
 
+    async def _nothing_at(self, request: web.Request) -> web.Response:
+        """kube's 404 for a path nothing serves: a Status under /api and the
+        groups it serves, Go's plain text under a group it does not."""
+        if paths.json_prefixed(request.path, await self._catalog.group_versions()):
+            raise errors.path_not_found()
+        return text_not_found()
+
     async def _discovery(self, request: web.Request, info: paths.RequestInfo) -> web.Response:
         if request.method != "GET":
-            raise errors.method_not_allowed(request.method, info.version)
+            raise errors.method_not_allowed()
+        if not info.version:  # /apis/<group>: the group's APIGroup
+            groups = (await self._catalog.api_group_list())["groups"]
+            group = next((g for g in groups if g["name"] == info.group), None)
+            if group is None:
+                return await self._nothing_at(request)
+            return json_response(orjson.dumps({"kind": "APIGroup", "apiVersion": "v1", **group}))
         body = await self._catalog.resource_list(info.group, info.version)
         if body is None:
-            raise errors.path_not_found()
+            return await self._nothing_at(request)
         return json_response(orjson.dumps(body))
 
     async def _dispatch(
@@ -174,7 +173,7 @@ class ResourceHandlers:
             self._require(api, "list", info)
             return await self._list(request, ref, api)
         if info.watch_path:
-            raise errors.method_not_allowed(method, info.resource)
+            raise errors.method_not_allowed()
         if method == "POST" and not info.name:
             self._require(api, "create", info)
             if api.namespaced and not info.namespace:
@@ -209,9 +208,9 @@ class ResourceHandlers:
         if method == "DELETE":
             self._require(api, "deletecollection", info)
             if api.namespaced and not info.namespace:
-                raise errors.method_not_allowed(method, info.resource)
+                raise errors.method_not_allowed()
             return await self._delete_collection(request, ref, api)
-        raise errors.method_not_allowed(method, info.resource)
+        raise errors.method_not_allowed()
 
     async def _subresource(
         self,
@@ -222,7 +221,7 @@ class ResourceHandlers:
     ) -> web.Response:
         """GET and PUT of an object's status or scale, PUT of a namespace's finalize."""
         if info.subresource == "finalize" and request.method != "PUT":
-            raise errors.method_not_allowed(request.method, f"{info.resource}/{info.subresource}")
+            raise errors.method_not_allowed()
         if request.method == "GET" and not paths.watching(request, info):
             self._require(api, "get", info)
             return await self._get(request, ref, info.name, info.subresource)
@@ -232,7 +231,7 @@ class ResourceHandlers:
         if request.method == "PATCH":
             self._require(api, "patch", info)
             return await self._patch(request, ref, info, api)
-        raise errors.method_not_allowed(request.method, f"{info.resource}/{info.subresource}")
+        raise errors.method_not_allowed()
 
     async def _write(
         self,
@@ -435,7 +434,7 @@ class ResourceHandlers:
     @staticmethod
     def _require(api: APIResource, verb: str, info: paths.RequestInfo) -> None:
         if verb not in api.verbs:
-            raise errors.method_not_allowed(verb, info.resource)
+            raise errors.method_not_allowed()
 
     @staticmethod
     def _rendering(request: web.Request) -> registry_pb2.Rendering:

@@ -5,6 +5,7 @@ every filter and handler asks the same questions of a request."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from aiohttp import web
@@ -24,17 +25,23 @@ class RequestInfo:
 
 
 def parse(path: str) -> RequestInfo | None:
-    """None when path is not under /api or /apis, or is not a resource path."""
-    parts = [p for p in path.split("/") if p]
-    if not parts:
+    """None when path is not under /api or /apis, or is not a resource path.
+    /apis/<group> is the group's discovery (version ""). As kube's
+    RequestInfoFactory splits a path: slashes at either end do not count (so
+    /api/v1/namespaces/ is /api/v1/namespaces), an empty part between two
+    slashes does, and matches nothing."""
+    parts = path.strip("/").split("/")
+    if "" in parts:
         return None
     if parts[0] == "api":
         if len(parts) < 2:
             return None
         group, version, rest = "", parts[1], parts[2:]
     elif parts[0] == "apis":
-        if len(parts) < 3:
+        if len(parts) < 2:
             return None
+        if len(parts) == 2:
+            return RequestInfo(group=parts[1], version="")
         group, version, rest = parts[1], parts[2], parts[3:]
     else:
         return None
@@ -59,6 +66,16 @@ def parse(path: str) -> RequestInfo | None:
         subresource=rest[2] if len(rest) > 2 else "",
         watch_path=watch_path,
     )
+
+
+def json_prefixed(path: str, groups: Iterable[str]) -> bool:
+    """Whether kube answers a path it has nothing at with a JSON Status (what
+    its REST container serves: /api..., /apis/<served group>..., /version/...)
+    rather than Go's plain-text "404 page not found"."""
+    parts = path.split("/")[1:]  # "//version" is not /version's: its first part is ""
+    if parts[0] in ("api", "version"):
+        return True
+    return parts[0] == "apis" and len(parts) > 1 and parts[1] in groups
 
 
 def flag(value: str | None) -> bool | None:

@@ -1,17 +1,16 @@
 """The strategies of core/v1 Secrets and ServiceAccounts.
 
 Secrets carry their data base64-encoded in JSON, as kube serves them; a value
-that is not base64 cannot be decoded into a Secret at all (400), while keys,
-size and each type's required keys are field rules (422). stringData is a
-write-only convenience folded into data on every write, as kube's conversion
-does.
+that is not base64 (as Go decodes it: line breaks skipped, padding required)
+cannot be decoded into a Secret at all (400), and one that is is kept as kube
+keeps it, decoded, so it reads back canonical and on one line. Keys, size and
+each type's required keys are field rules (422). stringData is a write-only
+convenience folded into data on every write, as kube's conversion does.
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
-import string
 from typing import Any
 
 from services.registry.strategy import (
@@ -21,7 +20,7 @@ from services.registry.strategy import (
     validate_object_meta,
     validate_object_meta_update,
 )
-from strata.api import errors
+from strata.api import base64data, errors
 from strata.api.causes import immutable, required, too_long
 from strata.api.errors import Cause
 
@@ -38,18 +37,22 @@ REQUIRED_KEYS: dict[str, tuple[str, ...]] = {
     "kubernetes.io/ssh-auth": ("ssh-privatekey",),
     "kubernetes.io/tls": ("tls.crt", "tls.key"),
 }
-_BASE64 = frozenset(string.ascii_letters + string.digits + "+/=")
 
 
 def _decoded(value: str) -> bytes:
     """One data value, or the 400 kube's decoder gives for it."""
     try:
-        return base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
-        at = next((i for i, c in enumerate(value) if c not in _BASE64), len(value) // 4 * 4)
-        raise errors.undecodable(
-            "Secret", "v1", f"illegal base64 data at input byte {at}"
-        ) from None
+        return base64data.decode(value)
+    except base64data.IllegalBase64 as e:
+        raise errors.undecodable("Secret", "v1", str(e)) from None
+
+
+def _decode_data(obj: Obj) -> None:
+    """data's values as kube holds them once decoded: re-encoded, canonical
+    and on one line (what it stores and serves), or the request's 400."""
+    data: dict[str, str] = obj.get("data") or {}
+    for key, value in data.items():
+        data[key] = base64.b64encode(_decoded(value)).decode()
 
 
 def _fold_string_data(obj: Obj) -> None:
@@ -64,6 +67,7 @@ class SecretStrategy:
     namespaced = True
 
     def prepare_for_create(self, obj: Obj) -> None:
+        _decode_data(obj)
         _fold_string_data(obj)
         obj["type"] = obj.get("type") or OPAQUE
 
@@ -90,6 +94,7 @@ class SecretStrategy:
         return causes
 
     def prepare_for_update(self, obj: Obj, old: Obj) -> None:
+        _decode_data(obj)
         _fold_string_data(obj)
         obj["type"] = obj.get("type") or OPAQUE
 

@@ -38,11 +38,15 @@ class StatusError(Exception):
     retry_after_seconds: int | None = None
     # ListMeta for the Status (an expired list's inconsistent continue token).
     list_meta: dict[str, Any] = field(default_factory=dict)
+    # No details at all (kube's NewBadRequest, NewGone...: a nil Details, which
+    # its JSON leaves out), where an empty one is still written as {}.
+    bare: bool = False
 
     def __str__(self) -> str:
         return self.message
 
     def status(self) -> dict[str, Any]:
+        """The Status with its keys in the order kube's JSON writes them."""
         body: dict[str, Any] = {
             "kind": "Status",
             "apiVersion": "v1",
@@ -50,9 +54,10 @@ class StatusError(Exception):
             "status": "Failure",
             "message": self.message,
             "reason": self.reason,
-            "details": self.details,
-            "code": self.code,
         }
+        if not self.bare:
+            body["details"] = ordered_details(self.details)
+        body["code"] = self.code
         return body
 
     def to_json(self) -> bytes:
@@ -67,14 +72,25 @@ class StatusError(Exception):
             message=str(body.get("message", "")),
             details=dict(body.get("details") or {}),
             list_meta=dict(body.get("metadata") or {}),
+            bare="details" not in body,
         )
 
 
+# StatusDetails' fields in the order of the Go struct, which is the order its
+# JSON has them in; each is omitempty.
+_DETAIL_KEYS = ("name", "group", "kind", "uid", "causes", "retryAfterSeconds")
+
+
+def ordered_details(details: dict[str, Any]) -> dict[str, Any]:
+    """details as kube writes a StatusDetails: name, group, kind, uid, causes,
+    retryAfterSeconds, each left out when empty."""
+    ordered = {key: details[key] for key in _DETAIL_KEYS if details.get(key)}
+    ordered.update((k, v) for k, v in details.items() if k not in _DETAIL_KEYS)
+    return ordered
+
+
 def _details(resource: str, name: str, group: str = "") -> dict[str, Any]:
-    details: dict[str, Any] = {"name": name, "kind": resource}
-    if group:
-        details["group"] = group
-    return details
+    return {"name": name, "group": group, "kind": resource}
 
 
 def _qualified(resource: str, group: str) -> str:
@@ -148,9 +164,8 @@ OBJECT_MODIFIED = (
 def invalid(kind: str, name: str, causes: list[Cause], group: str = "") -> StatusError:
     listed = [f"{c.field}: {c.message}" for c in causes]
     summary = listed[0] if len(listed) == 1 else "[" + ", ".join(listed) + "]"
-    details: dict[str, Any] = {"name": name, "kind": kind, "causes": [c.as_dict() for c in causes]}
-    if group:
-        details["group"] = group
+    details: dict[str, Any] = {"name": name, "group": group, "kind": kind}
+    details["causes"] = [c.as_dict() for c in causes]
     return StatusError(
         code=422,
         reason="Invalid",
@@ -162,7 +177,7 @@ def invalid(kind: str, name: str, causes: list[Cause], group: str = "") -> Statu
 
 
 def bad_request(message: str) -> StatusError:
-    return StatusError(code=400, reason="BadRequest", message=message)
+    return StatusError(code=400, reason="BadRequest", message=message, bare=True)
 
 
 def undecodable(kind: str, version: str, detail: str) -> StatusError:
@@ -176,18 +191,20 @@ def gone(message: str, continue_token: str = "") -> StatusError:
         reason="Expired",
         message=message,
         list_meta={"continue": continue_token} if continue_token else {},
+        bare=True,
     )
 
 
 def unauthorized() -> StatusError:
-    return StatusError(code=401, reason="Unauthorized", message="Unauthorized")
+    return StatusError(code=401, reason="Unauthorized", message="Unauthorized", bare=True)
 
 
-def method_not_allowed(verb: str, resource: str) -> StatusError:
+def method_not_allowed() -> StatusError:
+    """kube's answer to a method a path has no route for (go-restful's 405)."""
     return StatusError(
         code=405,
         reason="MethodNotAllowed",
-        message=f"{verb} is not supported on resources of kind {resource!r}",
+        message="the server does not allow this method on the requested resource",
     )
 
 
@@ -211,7 +228,7 @@ def not_acceptable(accepted: tuple[str, ...]) -> StatusError:
 
 
 def too_large(message: str) -> StatusError:
-    return StatusError(code=413, reason="RequestEntityTooLarge", message=message)
+    return StatusError(code=413, reason="RequestEntityTooLarge", message=message, bare=True)
 
 
 def _retry_later(code: int, reason: str, message: str, seconds: int) -> StatusError:
@@ -233,7 +250,7 @@ def too_many_requests(message: str, retry_after_seconds: int = 1) -> StatusError
 
 
 def service_unavailable(message: str) -> StatusError:
-    return StatusError(code=503, reason="ServiceUnavailable", message=message)
+    return StatusError(code=503, reason="ServiceUnavailable", message=message, bare=True)
 
 
 def internal(message: str) -> StatusError:
@@ -247,12 +264,10 @@ def internal(message: str) -> StatusError:
 
 def success(resource: str, name: str, uid: str, group: str = "") -> dict[str, Any]:
     """The Status a delete returns for resources that do not return the object."""
-    details: dict[str, Any] = _details(resource, name, group)
-    details["uid"] = uid
     return {
         "kind": "Status",
         "apiVersion": "v1",
         "metadata": {},
         "status": "Success",
-        "details": details,
+        "details": ordered_details({**_details(resource, name, group), "uid": uid}),
     }

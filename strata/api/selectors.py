@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from strata.api import names
-from strata.api.errors import StatusError, bad_request
+from strata.api import goquote, names
+from strata.api.errors import bad_request
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,11 +35,9 @@ class Requirement:
             case "!":
                 return not present
             case "gt" | "lt":
-                if value is None:
-                    return False
-                try:
-                    have, want = int(value), int(self.values[0])
-                except ValueError:
+                have = None if value is None else _go_int(value)
+                want = _go_int(self.values[0])
+                if have is None or want is None:
                     return False
                 return have > want if self.op == "gt" else have < want
         return False
@@ -92,80 +90,216 @@ def from_label_selector(selector: Mapping[str, Any]) -> LabelSelector:
     return LabelSelector(tuple(sorted(requirements, key=lambda r: r.key)))
 
 
-def _split_top_level(text: str) -> list[str]:
-    parts: list[str] = []
-    current: list[str] = []
-    depth = 0
-    for ch in text:
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(ch)
-    parts.append("".join(current))
-    return parts
+# kube's label selector lexer (apimachinery labels/selector.go): its tokens,
+# and the characters that end an identifier.
+_TOKENS = {
+    ")": "closed_par",
+    ",": "comma",
+    "!": "does_not_exist",
+    "==": "double_equals",
+    "=": "equals",
+    ">": "greater_than",
+    "in": "in",
+    "<": "less_than",
+    "!=": "not_equals",
+    "notin": "not_in",
+    "(": "open_par",
+}
+_SPECIAL = frozenset("=!(),><")
+_WHITESPACE = frozenset(" \t\r\n")
+_IDENTIFIER, _END, _ERROR = "identifier", "end", "error"
+# Where a key and its operator are read, "in" and "notin" are keywords;
+# everywhere else (values, keys after a comma) they are identifiers.
+_KEYWORDS_AS_IDENTIFIERS = frozenset({"in", "not_in"})
+_OPERATORS = {
+    "in": "in",
+    "not_in": "notin",
+    "equals": "=",
+    "double_equals": "=",
+    "not_equals": "!=",
+    "greater_than": "gt",
+    "less_than": "lt",
+}
+# selection's binary operators as kube's message lists them.
+_BINARY_OPERATORS = "in, notin, =, ==, !=, gt, lt"
+_INT64 = re.compile(r"[+-]?[0-9]+")
 
 
-_SET = re.compile(r"^(?P<key>[^\s!=<>()]+)\s+(?P<op>in|notin)\s*\((?P<values>[^()]*)\)$")
-_BINARY = re.compile(r"^(?P<key>[^\s!=<>()]+)\s*(?P<op>==|=|!=|>|<)\s*(?P<value>[^\s!=<>(),]*)$")
+def _lex(text: str) -> list[tuple[str, str]]:
+    """text's tokens, as kube's Lexer scans them, up to the end token."""
+    items: list[tuple[str, str]] = []
+    pos, n = 0, len(text)
+    while True:
+        while pos < n and text[pos] in _WHITESPACE:
+            pos += 1
+        if pos == n:
+            items.append((_END, ""))
+            return items
+        start = pos
+        if text[pos] in _SPECIAL:
+            # The longest run of special characters that is a token.
+            token = ""
+            while pos < n and text[pos] in _SPECIAL:
+                if text[start : pos + 1] in _TOKENS:
+                    token = text[start : pos + 1]
+                elif token:
+                    break
+                pos += 1
+            if not token:
+                items.append((_ERROR, f"error expected: keyword found '{text[start:pos]}'"))
+            else:
+                pos = start + len(token)
+                items.append((_TOKENS[token], token))
+            continue
+        while pos < n and text[pos] not in _SPECIAL and text[pos] not in _WHITESPACE:
+            pos += 1
+        word = text[start:pos]
+        items.append((_TOKENS.get(word, _IDENTIFIER), word))
 
 
-def _invalid(message: str) -> StatusError:
-    return bad_request(f"unable to parse requirement: {message}")
+class _Parser:
+    """kube's label selector Parser, and its error messages word for word."""
+
+    def __init__(self, text: str) -> None:
+        self._items = _lex(text)
+        self._at = 0
+
+    def _lookahead(self, values: bool = True) -> tuple[str, str]:
+        token, literal = self._items[self._at]
+        if values and token in _KEYWORDS_AS_IDENTIFIERS:
+            token = _IDENTIFIER
+        return token, literal
+
+    def _consume(self, values: bool = True) -> tuple[str, str]:
+        found = self._lookahead(values)
+        self._at += 1
+        return found
+
+    def parse(self) -> list[Requirement]:
+        requirements: list[Requirement] = []
+        while True:
+            token, literal = self._lookahead()
+            if token == _END:
+                return requirements
+            if token not in (_IDENTIFIER, "does_not_exist"):
+                raise bad_request(f"found '{literal}', expected: !, identifier, or 'end of string'")
+            try:
+                requirements.append(self._requirement())
+            except _RequirementError as e:
+                raise bad_request(f"unable to parse requirement: {e}") from None
+            token, literal = self._consume()
+            if token == _END:
+                return requirements
+            if token != "comma":
+                raise bad_request(f"found '{literal}', expected: ',' or 'end of string'")
+            token, literal = self._lookahead()
+            if token not in (_IDENTIFIER, "does_not_exist"):
+                raise bad_request(f"found '{literal}', expected: identifier after ','")
+
+    def _requirement(self) -> Requirement:
+        token, key = self._consume()
+        absent = token == "does_not_exist"
+        if absent:
+            token, key = self._consume()
+        if token != _IDENTIFIER:
+            raise _RequirementError(f"found '{key}', expected: identifier")
+        if errs := names.qualified_name_errors(key):
+            raise _RequirementError(_invalid("<nil>", key, "; ".join(errs)))
+        if absent or self._lookahead()[0] in (_END, "comma"):
+            return Requirement(key=key, op="!" if absent else "exists")
+        token, literal = self._consume(values=False)
+        op = _OPERATORS.get(token)
+        if op is None:
+            raise _RequirementError(f"found '{literal}', expected: {_BINARY_OPERATORS}")
+        values = self._set_values() if op in ("in", "notin") else self._exact_value()
+        return _checked(Requirement(key=key, op=op, values=values))
+
+    def _set_values(self) -> tuple[str, ...]:
+        token, literal = self._consume()
+        if token != "open_par":
+            raise _RequirementError(f"found '{literal}' expected: '('")
+        token, literal = self._lookahead()
+        if token == "closed_par":  # "()"
+            self._consume()
+            return ("",)
+        if token not in (_IDENTIFIER, "comma"):
+            raise _RequirementError(f"found '{literal}', expected: ',', ')' or identifier")
+        values = self._identifiers()
+        if self._consume()[0] != "closed_par":
+            raise _RequirementError(f"found '{literal}', expected: ')'")
+        return tuple(sorted(values))
+
+    def _identifiers(self) -> set[str]:
+        values: set[str] = set()
+        while True:
+            token, literal = self._consume()
+            if token == _IDENTIFIER:
+                values.add(literal)
+                following, after = self._lookahead()
+                if following == "closed_par":
+                    return values
+                if following != "comma":
+                    raise _RequirementError(f"found '{after}', expected: ',' or ')'")
+            elif token == "comma":  # "(,", ",)" and ",," each hold an empty value
+                if not values:
+                    values.add("")
+                following, _ = self._lookahead()
+                if following == "closed_par":
+                    values.add("")
+                    return values
+                if following == "comma":
+                    self._consume()
+                    values.add("")
+            else:
+                raise _RequirementError(f"found '{literal}', expected: ',', or identifier")
+
+    def _exact_value(self) -> tuple[str, ...]:
+        if self._lookahead()[0] in (_END, "comma"):
+            return ("",)
+        token, literal = self._consume()
+        if token != _IDENTIFIER:
+            raise _RequirementError(f"found '{literal}', expected: identifier")
+        return (literal,)
 
 
-def _checked_key(key: str) -> str:
-    if names.qualified_name_errors(key):
-        raise _invalid(
-            f'<nil>: Invalid value: "{key}": name part must consist of alphanumeric '
-            "characters, '-', '_' or '.', and must start and end with an alphanumeric "
-            "character"
-        )
-    return key
+class _RequirementError(Exception):
+    """What kube's parser wraps in "unable to parse requirement: "."""
 
 
-def _checked_value(value: str) -> str:
-    if names.label_value_errors(value):
-        raise _invalid(
-            f'values[0]: Invalid value: "{value}": a valid label must be an empty '
-            "string or consist of alphanumeric characters, '-', '_' or '.', and must "
-            "start and end with an alphanumeric character"
-        )
-    return value
+def _invalid(field: str, value: str, detail: str) -> str:
+    return f"{field}: Invalid value: {goquote.quote(value)}: {detail}"
+
+
+def _go_int(text: str) -> int | None:
+    """text as Go's strconv.ParseInt(text, 10, 64) reads it, or None."""
+    if not _INT64.fullmatch(text):
+        return None
+    value = int(text)
+    return value if -(2**63) <= value < 2**63 else None
+
+
+def _checked(requirement: Requirement) -> Requirement:
+    """kube's NewRequirement checks of the values, all reported at once."""
+    problems = []
+    for i, value in enumerate(requirement.values):
+        if requirement.op in ("gt", "lt") and _go_int(value) is None:
+            detail = "for 'Gt', 'Lt' operators, the value must be an integer"
+            problems.append(_invalid(f"values[{i}]", value, detail))
+    for i, value in enumerate(requirement.values):
+        if errs := names.label_value_errors(value):
+            problems.append(_invalid(f"values[{i}][{requirement.key}]", value, "; ".join(errs)))
+    if len(problems) > 1:
+        raise _RequirementError("[" + ", ".join(problems) + "]")
+    if problems:
+        raise _RequirementError(problems[0])
+    return requirement
 
 
 def parse_label_selector(text: str) -> LabelSelector:
-    """Parse `labelSelector`; a malformed one is a 400 BadRequest."""
-    text = text.strip()
-    if not text:
-        return LabelSelector()
-    requirements = []
-    for raw in _split_top_level(text):
-        part = raw.strip()
-        if not part:
-            raise bad_request(f"found '', expected: identifier after ','; in {text!r}")
-        if m := _SET.match(part):
-            values = tuple(_checked_value(v.strip()) for v in m["values"].split(","))
-            requirements.append(Requirement(key=_checked_key(m["key"]), op=m["op"], values=values))
-        elif m := _BINARY.match(part):
-            op = {"==": "=", "=": "=", "!=": "!=", ">": "gt", "<": "lt"}[m["op"]]
-            value = m["value"]
-            if op in ("gt", "lt") and not value.lstrip("-").isdigit():
-                raise _invalid(f"for 'Gt', 'Lt' operators, the value must be an integer: {value!r}")
-            requirements.append(
-                Requirement(key=_checked_key(m["key"]), op=op, values=(_checked_value(value),))
-            )
-        elif part.startswith("!"):
-            requirements.append(Requirement(key=_checked_key(part[1:].strip()), op="!"))
-        elif re.match(r"^[^\s!=<>()]+$", part):
-            requirements.append(Requirement(key=_checked_key(part), op="exists"))
-        else:
-            raise bad_request(f"unable to parse requirement: found unexpected input in {part!r}")
-    return LabelSelector(tuple(requirements))
+    """Parse `labelSelector` as kube does (its requirements sorted by key); a
+    malformed one is a 400 BadRequest in kube's words."""
+    requirements = _Parser(text).parse()
+    return LabelSelector(tuple(sorted(requirements, key=lambda r: r.key)))
 
 
 @dataclass(frozen=True)
@@ -187,19 +321,78 @@ class FieldSelector:
         return None
 
 
-def parse_field_selector(text: str, supported: frozenset[str]) -> FieldSelector:
-    """Parse `fieldSelector`; unknown fields and bad syntax are 400 BadRequest."""
-    text = text.strip()
-    if not text:
-        return FieldSelector()
+def _split_terms(text: str) -> list[str]:
+    """text's terms split at the commas a backslash does not escape."""
+    terms, start, escaped = [], 0, False
+    for i, c in enumerate(text):
+        if escaped:
+            escaped = False
+        elif c == "\\":
+            escaped = True
+        elif c == ",":
+            terms.append(text[start:i])
+            start = i + 1
+    terms.append(text[start:])
+    return terms
+
+
+def _split_term(term: str) -> tuple[str, str, str] | None:
+    """A term's field, operator and value: at the first place an operator
+    starts ("!=", then "==", then "=" tried there), as kube splits it."""
+    for i in range(len(term)):
+        for op in ("!=", "==", "="):
+            if term.startswith(op, i):
+                return term[:i], op, term[i + len(op) :]
+    return None
+
+
+def _unescaped(value: str) -> str:
+    """A field selector value with its \\\\, \\, and \\= escapes undone (kube's
+    UnescapeValue); a bare , or = or another escape is a 400."""
+    out, escaped = [], False
+    for c in value:
+        if escaped:
+            if c not in "\\,=":
+                raise bad_request(f"invalid field selector: invalid escape sequence: \\{c}")
+            out.append(c)
+            escaped = False
+        elif c == "\\":
+            escaped = True
+        elif c in ",=":
+            # Go's %v of a rune: its number.
+            raise bad_request(f"invalid field selector: unescaped character in value: {ord(c)}")
+        else:
+            out.append(c)
+    if escaped:
+        raise bad_request("invalid field selector: invalid escape sequence: \\")
+    return "".join(out)
+
+
+def parse_field_selector(
+    text: str, supported: frozenset[str], *, field_label_conversion: bool = False
+) -> FieldSelector:
+    """Parse `fieldSelector` as kube does: terms split at unescaped commas and
+    taken in sorted order, empty ones skipped, nothing trimmed; bad syntax and
+    unknown fields are a 400 BadRequest in kube's words. An unknown field is
+    "field label not supported" for the kinds kube converts field labels of
+    (field_label_conversion: secrets, namespaces, events, services, pods), its
+    "is not a known field selector" for the rest."""
     requirements = []
-    for part in text.split(","):
-        m = re.match(r"^(?P<key>[^=!]+)(?P<op>==|=|!=)(?P<value>.*)$", part.strip())
-        if not m:
-            raise bad_request(f"invalid selector: '{text}'; can't understand '{part}'")
-        key = m["key"].strip()
-        if key not in supported:
-            raise bad_request(f"field label not supported: {key}")
-        op = "!=" if m["op"] == "!=" else "="
-        requirements.append(Requirement(key=key, op=op, values=(m["value"].strip(),)))
+    for term in sorted(_split_terms(text)):
+        if not term:
+            continue
+        split = _split_term(term)
+        if split is None:
+            raise bad_request(f"invalid selector: '{text}'; can't understand '{term}'")
+        key, op, value = split
+        requirements.append(
+            Requirement(key=key, op="!=" if op == "!=" else "=", values=(_unescaped(value),))
+        )
+    for r in requirements:
+        if r.key in supported:
+            continue
+        if field_label_conversion:
+            raise bad_request(f"field label not supported: {r.key}")
+        known = ", ".join(goquote.quote(f) for f in sorted(supported))
+        raise bad_request(f"{goquote.quote(r.key)} is not a known field selector: only {known}")
     return FieldSelector(tuple(requirements))

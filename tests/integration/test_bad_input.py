@@ -12,7 +12,7 @@ import pytest
 
 from strata.dev import System
 from strata.etcd import Etcd
-from tests.support.registry_tester import configmap, refused
+from tests.support.registry_tester import configmap, refused, revision
 
 
 @pytest.mark.parametrize(
@@ -154,10 +154,8 @@ async def test_unsupported_media_type_is_415(
     [
         ("GET", "/api/v1/foos"),
         ("POST", "/api/v1/namespaces/default/foos"),
-        ("GET", "/apis/example.com/v1/widgets"),
         ("GET", "/api/v2"),
         ("GET", "/api/v1/namespaces/default/configmaps/a/b"),
-        ("GET", "/nothing/here"),
     ],
 )
 async def test_unknown_resource_is_404(
@@ -166,6 +164,25 @@ async def test_unknown_resource_is_404(
     body = await refused(http, system_etcd, method, path, json=configmap("x"))
     assert body["code"] == 404 and body["reason"] == "NotFound"
     assert body["message"] == "the server could not find the requested resource"
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/apis/example.com/v1/widgets"),
+        ("POST", "/apis/example.com/v1/namespaces/default/widgets"),
+        ("GET", "/nothing/here"),
+    ],
+)
+async def test_path_outside_what_is_served_is_a_plain_404(
+    http: aiohttp.ClientSession, system_etcd: Etcd, method: str, path: str
+) -> None:
+    """kube's answer outside its REST container (an unserved group, no API at
+    all) is Go's plain-text 404, not a Status."""
+    before = await revision(system_etcd)
+    async with http.request(method, path, json=configmap("x")) as response:
+        assert (response.status, await response.read()) == (404, b"404 page not found\n")
+    assert await revision(system_etcd) == before
 
 
 async def test_missing_object_is_404(http: aiohttp.ClientSession, system_etcd: Etcd) -> None:
@@ -184,7 +201,9 @@ async def test_bad_selector_is_400(
 ) -> None:
     params = {"fieldSelector": "spec.foo=bar"} | ({"watch": watch} if watch else {})
     body = await refused(http, system_etcd, "GET", "/api/v1/configmaps", params=params)
-    assert body["code"] == 400 and body["message"] == "field label not supported: spec.foo"
+    assert body["code"] == 400 and body["message"] == (
+        '"spec.foo" is not a known field selector: only "metadata.name", "metadata.namespace"'
+    )
 
 
 async def test_stale_update_is_409_conflict(http: aiohttp.ClientSession, system_etcd: Etcd) -> None:

@@ -76,7 +76,9 @@ def test_field_selectors() -> None:
     assert selector.exact("metadata.namespace") is None
     with pytest.raises(StatusError) as raised:
         parse_field_selector("spec.x=1", supported)
-    assert raised.value.message == "field label not supported: spec.x"
+    assert raised.value.message == (
+        '"spec.x" is not a known field selector: only "metadata.name", "metadata.namespace"'
+    )
 
 
 def test_resource_versions() -> None:

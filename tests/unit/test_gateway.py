@@ -42,13 +42,38 @@ from strata.proto.k8s import apps_v1_pb2, core_v1_pb2, meta_v1_pb2, runtime_pb2
             ),
         ),
         ("/api", None),
-        ("/apis/apps", None),
+        ("/apis", None),
+        # A group's own discovery (its APIGroup).
+        ("/apis/apps", paths.RequestInfo(group="apps", version="")),
+        ("/apis/apps/", paths.RequestInfo(group="apps", version="")),
         ("/healthz", None),
         ("/api/v1/a/b/c/d", None),
+        # As kube splits a path: slashes at the ends do not count, one between
+        # two others is an empty part that matches nothing.
+        ("/api/v1/namespaces//", paths.RequestInfo(group="", version="v1", resource="namespaces")),
+        ("/api//v1", None),
+        ("/api/v1//namespaces", None),
     ],
 )
 def test_request_info(path: str, expected: paths.RequestInfo | None) -> None:
     assert paths.parse(path) == expected
+
+
+@pytest.mark.parametrize(
+    ("path", "json"),
+    [
+        ("/api/foo", True),
+        ("/version/x", True),
+        ("/apis/apps/v2", True),
+        ("/apis/foo/v1", False),
+        ("/apis//", False),
+        ("//version", False),
+        ("/healthz/", False),
+    ],
+)
+def test_which_404s_are_a_status(path: str, json: bool) -> None:
+    """kube's REST container answers a Status, Go's mux the plain text."""
+    assert paths.json_prefixed(path, {"apps": ["v1"]}) is json
 
 
 KUBECTL_TABLE_ACCEPT = (
