@@ -649,4 +649,7 @@ class ResourceHandlers:
                 **self._garbage_collection(options),
             )
         )
-        return object_response(response)
+        # kube's: 202 for a delete that only marked the object, when the client
+        # asked for orphanDependents=false (its handler's !wasDeleted).
+        accepted = response.pending and options.get("orphanDependents") is False
+        return object_response(response, 202 if accepted else 200)

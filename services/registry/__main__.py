@@ -27,10 +27,12 @@ from services.registry.resources import (
     EVENTS,
     LEASES,
     NAMESPACES,
+    SERVICE_ACCOUNTS,
     SERVICES,
 )
 from services.registry.served import ServedStores
 from services.registry.server import RegistryServicer, add_to_server
+from services.registry.serviceaccounts import DefaultServiceAccounts
 from services.registry.store import Store
 from strata import service, telemetry
 from strata.api.wire import REGISTRY_SERVICE_NAME
@@ -159,6 +161,7 @@ async def _run(args: argparse.Namespace) -> None:
             GarbageCollector(itself, served).run(),
             CRDNaming(itself, definitions).run(),
             CRDCleanup(itself, definitions, storage).run(),
+            DefaultServiceAccounts(itself, store_of[SERVICE_ACCOUNTS.name]).run(),
             KubernetesService(
                 store_of[SERVICES.name],
                 store_of[ENDPOINTS.name],

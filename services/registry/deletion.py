@@ -56,9 +56,29 @@ class DeleteOptions:
 
     def finalizers(self, finalizers: list[str]) -> list[str]:
         """An object's finalizers once this deletion's choices are applied."""
-        kept = [f for f in finalizers if f not in (ORPHAN_FINALIZER, FOREGROUND_FINALIZER)]
-        if self._orphans(finalizers):
-            kept.append(ORPHAN_FINALIZER)
-        if self._in_foreground(finalizers):
-            kept.append(FOREGROUND_FINALIZER)
-        return kept if set(kept) != set(finalizers) else finalizers
+        return _applied(finalizers, self._orphans(finalizers), self._in_foreground(finalizers))
+
+    def namespace_finalizers(self, finalizers: list[str]) -> list[str]:
+        """A namespace's finalizers once this deletion's choices are applied, as
+        kube's namespace registry does on the first delete: unlike the generic
+        Store's, orphanDependents=false asks for foregroundDeletion."""
+        if self.orphan_dependents is not None:
+            orphan, foreground = self.orphan_dependents, not self.orphan_dependents
+        elif self.propagation_policy is not None:
+            orphan = self.propagation_policy == ORPHAN
+            foreground = self.propagation_policy == FOREGROUND
+        else:
+            orphan = ORPHAN_FINALIZER in finalizers
+            foreground = FOREGROUND_FINALIZER in finalizers
+        return _applied(finalizers, orphan, foreground)
+
+
+def _applied(finalizers: list[str], orphan: bool, foreground: bool) -> list[str]:
+    """finalizers with exactly the garbage-collection ones asked for (finalizers
+    itself when that changes nothing)."""
+    kept = [f for f in finalizers if f not in (ORPHAN_FINALIZER, FOREGROUND_FINALIZER)]
+    if orphan:
+        kept.append(ORPHAN_FINALIZER)
+    if foreground:
+        kept.append(FOREGROUND_FINALIZER)
+    return kept if set(kept) != set(finalizers) else finalizers

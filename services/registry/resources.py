@@ -74,8 +74,14 @@ class Resource:
         "watch",
     )
     columns: tuple[Column, ...] = ()
-    # Whether DELETE answers with the object (else a Success Status).
+    # Whether DELETE answers with the object it deleted (else a Success Status):
+    # kube's registries' ReturnDeletedObject, set for namespaces, services and
+    # serviceaccounts. An object a deletion only marks is the answer either way.
     return_deleted_object: bool = False
+    # Whether DeleteOptions' propagationPolicy and orphanDependents put their
+    # finalizers on (kube's DefaultGarbageCollectionPolicy; events' is
+    # Unsupported, so deleting one with Foreground or Orphan deletes it at once).
+    garbage_collected: bool = True
     # kube's namespace lifecycle: spec.finalizers hold a deletion back as
     # metadata.finalizers do, and status.phase says Terminating meanwhile.
     spec_finalizers: bool = False
@@ -288,11 +294,9 @@ SERVICE_ACCOUNTS = Resource(
     namespaced=True,
     strategy=ServiceAccountStrategy(),
     short_names=("sa",),
-    columns=(
-        NAME_COLUMN,
-        Column(name="Secrets", type="string", description="", cell=count_of("secrets")),
-        AGE_COLUMN,
-    ),
+    return_deleted_object=True,
+    # As kube v1.36's: no Secrets column (tokens are no longer kept in Secrets).
+    columns=(NAME_COLUMN, AGE_COLUMN),
 )
 
 LEASES = Resource(
@@ -322,6 +326,7 @@ EVENTS = Resource(
     namespaced=True,
     strategy=events.EventStrategy(),
     short_names=("ev",),
+    garbage_collected=False,
     columns=(
         Column(
             name="Last Seen",
@@ -478,6 +483,7 @@ SERVICES = Resource(
     categories=("all",),
     # As kube's: Services go one at a time (each releases its allocations).
     verbs=("create", "delete", "get", "list", "patch", "update", "watch"),
+    return_deleted_object=True,
     columns=(
         NAME_COLUMN,
         Column(
@@ -637,6 +643,8 @@ CUSTOM_RESOURCE_DEFINITIONS = Resource(
     columns=(NAME_COLUMN, CREATED_AT_COLUMN),
     deletion_finalizer=crds.CLEANUP_FINALIZER,
     on_delete=crds.mark_terminating,
+    # kube's CRD registry marks a CRD without propagationPolicy's finalizers.
+    garbage_collected=False,
 )
 
 BUILT_IN = (

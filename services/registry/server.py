@@ -229,18 +229,24 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
                 resource_version=request.precondition_resource_version,
             )
         ref = request.resource
+        pending = False
 
         async def delete() -> bytes:
+            nonlocal pending
             store = await self._store(ref)
-            return await store.delete(
+            deleted = await store.deletion(
                 ref.namespace,
                 request.name,
                 preconditions,
                 dry_run=request.dry_run,
                 options=_delete_options(request),
             )
+            pending = not deleted.gone
+            return deleted.body
 
-        return await _object(delete)
+        response = await _object(delete)
+        response.pending = pending
+        return response
 
     # --- unary RPCs ----------------------------------------------------------------
 

@@ -118,6 +118,15 @@ class Page:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Deletion:
+    """A delete's answer (the object, or a Success Status) and whether the
+    object went, rather than being only marked while finalizers hold it."""
+
+    gone: bool
+    body: bytes
+
+
+@dataclass(frozen=True, kw_only=True)
 class Rendering:
     as_table: bool = False
     include_object: str = ""
@@ -246,6 +255,21 @@ def held(obj: Obj, resource: Resource) -> bool:
     if obj.get("metadata", {}).get("finalizers"):
         return True
     return resource.spec_finalizers and bool((obj.get("spec") or {}).get("finalizers"))
+
+
+def _deletion_finalizers(
+    resource: Resource, options: DeleteOptions, finalizers: list[str], marking: bool
+) -> list[str]:
+    """The finalizers a deletion leaves an object with, before the resource's
+    own (kube: the generic Store's garbage-collection finalizers; the namespace
+    registry's, on its first delete only; none where the resource's
+    garbage-collection policy is Unsupported, or, as a CRD's, its registry
+    marks it without them)."""
+    if resource.spec_finalizers:
+        return options.namespace_finalizers(finalizers) if marking else finalizers
+    if not resource.garbage_collected:
+        return finalizers
+    return options.finalizers(finalizers)
 
 
 def _finalized(stored: storage_pb2.Object, resource: Resource) -> bool:
@@ -885,6 +909,22 @@ class Store:
         object with finalizers (those options add included) is only marked with
         a deletionTimestamp, and that is the answer, until its last finalizer is
         removed."""
+        deleted = await self.deletion(
+            namespace, name, preconditions, dry_run=dry_run, options=options
+        )
+        return deleted.body
+
+    async def deletion(
+        self,
+        namespace: str,
+        name: str,
+        preconditions: Preconditions | None,
+        *,
+        dry_run: bool = False,
+        options: DeleteOptions = DeleteOptions(),
+    ) -> Deletion:
+        """delete's answer, and whether the object went (kube's wasDeleted, which
+        makes a marking with orphanDependents=false a 202)."""
         r = self.resource
         self._check_namespace_arg(namespace)
         options.check()
@@ -899,9 +939,9 @@ class Store:
             )
         value = self._served(value)
         if not gone or r.return_deleted_object:
-            return value
+            return Deletion(gone=gone, body=value)
         uid = orjson.loads(value).get("metadata", {}).get("uid", "")
-        return orjson.dumps(errors.success(r.name, name, uid, r.group))
+        return Deletion(gone=gone, body=orjson.dumps(errors.success(r.name, name, uid, r.group)))
 
     async def delete_collection(
         self,
@@ -951,8 +991,8 @@ class Store:
             obj = orjson.loads(current.value)
             metadata = obj["metadata"]
             finalizers = metadata.get("finalizers") or []
-            wanted = options.finalizers(finalizers)
             marking = not metadata.get("deletionTimestamp")
+            wanted = _deletion_finalizers(self.resource, options, finalizers, marking)
             own = self.resource.deletion_finalizer
             if own and marking and own not in wanted:
                 wanted = [*wanted, own]
@@ -964,7 +1004,9 @@ class Store:
                 if marking and self.resource.on_delete is not None:
                     self.resource.on_delete(obj)
                 metadata.setdefault("deletionTimestamp", meta.now_rfc3339())
-                metadata.setdefault("deletionGracePeriodSeconds", 0)
+                if not (self.resource.spec_finalizers or self.resource.deletion_finalizer):
+                    # kube's namespace and CRD registries mark only the time.
+                    metadata.setdefault("deletionGracePeriodSeconds", 0)
                 if self.resource.spec_finalizers:
                     obj.setdefault("status", {})["phase"] = TERMINATING
                 if dry_run:

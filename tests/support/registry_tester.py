@@ -14,10 +14,11 @@ from __future__ import annotations
 import asyncio
 import copy
 import io
+import re
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import aiohttp
 import orjson
@@ -33,9 +34,9 @@ Cause = tuple[str, str, str]
 
 # What the system writes by itself whatever a test does: the registry leader's
 # and the gateways' Lease renewals, the `kubernetes` Service the registry
-# makes (with its ClusterIP) once the gateway is up, and the aggregated
+# makes (with its ClusterIP) once the gateway is up, the aggregated
 # ClusterRoles (admin, edit, view) the aggregation controller fills in shortly
-# after start.
+# after start, and each namespace's `default` ServiceAccount (see background).
 BACKGROUND_KEYS = (
     b"/registry/leases/kube-system/",
     b"/registry/clusterroles/admin",
@@ -45,6 +46,16 @@ BACKGROUND_KEYS = (
     b"/registry/services/endpoints/default/kubernetes",
     b"/registry/ipaddresses/10.96.0.1",
 )
+
+
+DEFAULT_ACCOUNTS = re.compile(rb"^/registry/serviceaccounts/[^/]+/default$")
+
+
+def background(key: bytes) -> bool:
+    """Whether the system writes key by itself: one of BACKGROUND_KEYS, or the
+    `default` ServiceAccount the controller makes in a namespace a moment after
+    a test created it."""
+    return key.startswith(BACKGROUND_KEYS) or DEFAULT_ACCOUNTS.match(key) is not None
 
 
 async def revision(etcd: Etcd) -> int:
@@ -61,7 +72,7 @@ async def writes_since(etcd: Etcd, before: int) -> list[bytes]:
     async with asyncio.timeout(10):
         async for response in etcd.watch(b"/", b"\0", start_revision=before + 1):
             for event in response.events:
-                if not event.kv.key.startswith(BACKGROUND_KEYS):
+                if not background(event.kv.key):
                     written.append(event.kv.key)
                 if event.kv.mod_revision >= now:
                     return written
@@ -141,15 +152,16 @@ async def until(
     absent_ok: bool = False,
 ) -> Obj:
     """The object at path once check(object) holds (a controller's work is
-    asynchronous); with absent_ok, a 404 meanwhile is waited out too."""
+    asynchronous); with absent_ok, a 404 meanwhile is waited out too (kube's
+    is plain text for a group version not served yet)."""
     async with asyncio.timeout(within):
         while True:
             async with http.get(path) as response:
-                found: Obj = orjson.loads(await response.read())
+                raw = await response.read()
                 missing = absent_ok and response.status == 404
-                assert missing or response.status == 200, found
-            if not missing and check(found):
-                return found
+                assert missing or response.status == 200, raw
+            if not missing and check(found := orjson.loads(raw)):
+                return cast(Obj, found)
             await asyncio.sleep(0.1)
 
 

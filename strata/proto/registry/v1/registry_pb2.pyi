@@ -420,8 +420,14 @@ class ObjectResponse(_message.Message):
     OBJECT_FIELD_NUMBER: _builtins.int
     RESOURCE_VERSION_FIELD_NUMBER: _builtins.int
     WARNINGS_FIELD_NUMBER: _builtins.int
+    PENDING_FIELD_NUMBER: _builtins.int
     object: _builtins.bytes
     resource_version: _builtins.int
+    pending: _builtins.bool
+    """A delete that only marked the object (finalizers hold it) rather than
+    deleting it: kube's !wasDeleted, which the gateway answers 202 Accepted
+    when the client asked for orphanDependents=false.
+    """
     @_builtins.property
     def warnings(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """What the write earned without being refused: the gateway's Warning headers."""
@@ -432,10 +438,11 @@ class ObjectResponse(_message.Message):
         object: _builtins.bytes = ...,
         resource_version: _builtins.int = ...,
         warnings: _abc.Iterable[_builtins.str] | None = ...,
+        pending: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["object", b"object", "resource_version", b"resource_version", "warnings", b"warnings"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["object", b"object", "pending", b"pending", "resource_version", b"resource_version", "warnings", b"warnings"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
