@@ -6,6 +6,7 @@ only through GrpcStorage exactly as the registry reaches them."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -21,6 +22,12 @@ from strata.storage import GrpcStorage, Storage, StorageServicer, add_to_server
 from tests.support.etcd import EtcdProcess
 from tests.support.registry_tester import until
 from tests.support.sessions import admin_session
+
+# Under `make test` make's recursion state is in the environment, and a `make run`
+# or `make -n protos` a test runs as a user would would take it for a sub-make
+# ("make[1]: Entering directory ..."): the tests run make as from a shell.
+for _variable in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES"):
+    os.environ.pop(_variable, None)
 
 
 @pytest.fixture(scope="session")
