@@ -1,7 +1,9 @@
 """/healthz, /livez and /readyz as kube-apiserver answers them: named checks,
 `?verbose` for one line per check, `?exclude=<name>` to skip one, and
 `/<endpoint>/<check>` for a single check. /readyz also asks the registry
-whether it is serving and whether the watch caches under it have synced."""
+whether it is serving and whether the watch caches under it have synced.
+As in kube (whose health checks are plain handlers on its mux), every method
+gets the same answer: a POST /healthz is 200 `ok`, a HEAD its headers."""
 
 from __future__ import annotations
 
@@ -65,7 +67,8 @@ def _text(body: str, status: int = 200) -> web.Response:
 
 
 def add_routes(router: web.UrlDispatcher, endpoint: str, checks: Sequence[NamedCheck]) -> None:
-    """GET /<endpoint> running every check, and /<endpoint>/<name> for each one."""
+    """/<endpoint> running every check, and /<endpoint>/<name> for each one,
+    whatever the method."""
 
     async def all_checks(request: web.Request) -> web.Response:
         excluded = set(request.query.getall("exclude", []))
@@ -99,6 +102,6 @@ def add_routes(router: web.UrlDispatcher, endpoint: str, checks: Sequence[NamedC
 
         return handle
 
-    router.add_get(f"/{endpoint}", all_checks)
+    router.add_route("*", f"/{endpoint}", all_checks)
     for named in checks:
-        router.add_get(f"/{endpoint}/{named.name}", one_check(named))
+        router.add_route("*", f"/{endpoint}/{named.name}", one_check(named))

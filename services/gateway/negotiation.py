@@ -18,6 +18,16 @@ _JSON_MEDIA = frozenset({JSON, "*/*", "application/*", ""})
 TABLE = "Table"
 PARTIAL = "PartialObjectMetadata"
 PARTIAL_LIST = "PartialObjectMetadataList"
+# What kube's resource routes produce, as its 406s list them: every route the
+# three media types, a collection's GET and a watch path the two watch streams too.
+REPRESENTATIONS = (JSON, YAML, "application/vnd.kubernetes.protobuf")
+STREAMS = (
+    *REPRESENTATIONS,
+    f"{JSON};stream=watch",
+    "application/vnd.kubernetes.protobuf;stream=watch",
+)
+# kube's output negotiation accepts these (with no "as") for a Status too.
+_STATUS_MEDIA = frozenset({*REPRESENTATIONS, "*/*", "application/*"})
 
 
 @dataclass(frozen=True)
@@ -31,19 +41,67 @@ class Output:
     version: str = "v1"
 
 
-def output(accept: str, *, listing: bool = False) -> Output:
+def _media_types(accept: str) -> list[str]:
+    """Accept's media types without their parameters, as go-restful reads them."""
+    return [clause.split(";", 1)[0].strip() for clause in accept.split(",")]
+
+
+def route_accepts(accept: str, produces: tuple[str, ...]) -> bool:
+    """Whether go-restful (kube's router) takes the request: a media type of
+    Accept, parameters aside, exactly one the route produces, or */* (no other
+    wildcard, no case folding)."""
+    return any(media == "*/*" or media in produces for media in _media_types(accept))
+
+
+def route_not_acceptable(produces: tuple[str, ...]) -> errors.StatusError:
+    """go-restful's 406 as kube's Status carries it (empty details)."""
+    message = f"406: Not Acceptable\n\nAvailable representations: {', '.join(produces)}"
+    return errors.StatusError(code=406, reason="NotAcceptable", message=message)
+
+
+def not_acceptable() -> errors.StatusError:
+    """kube's own 406 (its negotiation's, past the router): no details at all."""
+    accepted = ", ".join(REPRESENTATIONS)
+    message = f"only the following media types are accepted: {accepted}"
+    return errors.StatusError(code=406, reason="NotAcceptable", message=message, bare=True)
+
+
+def handler_accepts(accept: str) -> bool:
+    """Whether kube's negotiation finds a media type it writes in Accept
+    (parameters aside), as its plain handlers (/apis, /apis/<group>) ask."""
+    return any(media in _STATUS_MEDIA for media in _media_types(accept))
+
+
+def status_writable(accept: str) -> bool:
+    """Whether kube can write a Status as Accept asks: a clause naming a media
+    type it writes, or a wildcard, with no "as" (a 406's Status written for an
+    Accept that allows none is indented JSON: kube's WriteRawJSON)."""
+    for clause in accept.split(","):
+        media, *params = [p.strip() for p in clause.split(";")]
+        if media in _STATUS_MEDIA and not any(p.startswith("as=") for p in params):
+            return True
+    return False
+
+
+def output(
+    accept: str, *, listing: bool = False, streams: bool = False, routed: bool = True
+) -> Output:
     """The first clause of Accept the gateway can answer (kube's output
     negotiation: a clause asking for a form this request cannot take, or a media
-    type it does not write, gives way to the next), or 406 when none is left.
-    A list takes Table or PartialObjectMetadataList, one object Table or
+    type it does not write, gives way to the next), or 406 when none is left:
+    go-restful's when no media type is one the route produces (streams: the
+    route produces the watch streams too), else kube's. Custom resources are
+    not behind go-restful (not routed): theirs is always kube's own. A list
+    takes Table or PartialObjectMetadataList, one object Table or
     PartialObjectMetadata."""
     if not accept.strip():
         return Output()
+    if routed and not route_accepts(accept, STREAMS if streams else REPRESENTATIONS):
+        raise route_not_acceptable(STREAMS if streams else REPRESENTATIONS)
     for clause in accept.split(","):
         media, *params = [p.strip() for p in clause.split(";")]
-        media = media.lower()
         options = dict(p.split("=", 1) for p in params if "=" in p)
-        if media in _JSON_MEDIA or media.endswith("+json"):
+        if media in _JSON_MEDIA:
             written = JSON
         elif media == YAML:
             written = YAML
@@ -57,7 +115,7 @@ def output(accept: str, *, listing: bool = False) -> Output:
             continue
         if transform in (TABLE, PARTIAL_LIST if listing else PARTIAL):
             return Output(written, transform, version)
-    raise errors.not_acceptable((JSON, YAML))
+    raise not_acceptable()
 
 
 # gnostic's OpenAPI v2 document in protobuf, under the name kube answers with;
@@ -182,4 +240,14 @@ async def body_as_json(content_type: str, body: bytes) -> Body:
             raise errors.bad_request(f"error converting YAML to JSON: {e}") from None
         problems = ("\n  ".join((yaml_bodies.STRICT_ERRORS, *repeated)),) if repeated else ()
         return Body(converted, problems, converted=True)
-    raise errors.unsupported_media_type(content_type)
+    raise unsupported_body()
+
+
+def unsupported_body(accepted: tuple[str, ...] = REPRESENTATIONS) -> errors.StatusError:
+    """kube's 415 for a body in a media type it does not decode: the types it
+    does, no details (the type sent is not named)."""
+    message = (
+        "the body of the request was in an unknown format - accepted media types include: "
+        + ", ".join(accepted)
+    )
+    return errors.StatusError(code=415, reason="UnsupportedMediaType", message=message, bare=True)

@@ -125,6 +125,38 @@ def _content(ref: str, types: tuple[str, ...] = ("application/json", "applicatio
     return {t: {"schema": {"$ref": f"{_REF}{ref}"}} for t in types}
 
 
+# The answers kube's OpenAPI lists for each action (every one also 401).
+_CODES = {
+    "post": ("200", "201", "202"),
+    "put": ("200", "201"),
+    "patch": ("200", "201"),
+    "delete": ("200", "202"),
+}
+_DESCRIPTIONS = {"200": "OK", "201": "Created", "202": "Accepted"}
+# The resources whose DELETE kube's OpenAPI says answers the object (its
+# registries that may return the deleted object); every other's is a Status.
+_DELETE_ANSWERS_OBJECT = frozenset(
+    {
+        ("", "persistentvolumeclaims"),
+        ("", "persistentvolumes"),
+        ("", "pods"),
+        ("", "podtemplates"),
+        ("", "resourcequotas"),
+        ("", "serviceaccounts"),
+        ("", "services"),
+        ("resource.k8s.io", "deviceclasses"),
+        ("resource.k8s.io", "resourceclaims"),
+        ("resource.k8s.io", "resourceclaimtemplates"),
+        ("resource.k8s.io", "resourceslices"),
+        ("storage.k8s.io", "csidrivers"),
+        ("storage.k8s.io", "csinodes"),
+        ("storage.k8s.io", "storageclasses"),
+        ("storage.k8s.io", "volumeattachments"),
+        ("storage.k8s.io", "volumeattributesclasses"),
+    }
+)
+
+
 def _operation(
     r: APIResource,
     action: str,
@@ -136,11 +168,15 @@ def _operation(
     body: str = "",
     body_types: tuple[str, ...] = ("*/*",),
 ) -> Doc:
-    codes = {"post": ("200", "201", "202"), "put": ("200", "201")}.get(action, ("200",))
+    codes = _CODES.get(action, ("200",))
+    responses: Doc = {
+        code: {"description": _DESCRIPTIONS[code], "content": _content(answer)} for code in codes
+    }
+    responses["401"] = {"description": "Unauthorized"}
     operation: Doc = {
         "operationId": operation_id,
         "parameters": parameters,
-        "responses": {code: {"description": "OK", "content": _content(answer)} for code in codes},
+        "responses": responses,
         "x-kubernetes-action": action,
         "x-kubernetes-group-version-kind": gvk,
     }
@@ -200,7 +236,12 @@ def _paths(r: APIResource, prefix: str, item: str, items: str, paths: Doc) -> No
         )
     if "deletecollection" in verbs:
         own["delete"] = _operation(
-            r, "deletecollection", f"deletecollection{base}{scope}{r.kind}", _LIST, item, gvk=gvk
+            r,
+            "deletecollection",
+            f"deletecollection{base}{scope}{r.kind}",
+            _LIST,
+            f"{META}.Status",
+            gvk=gvk,
         )
     paths[collection] = own
     if r.namespaced and "list" in verbs:
@@ -244,8 +285,9 @@ def _paths(r: APIResource, prefix: str, item: str, items: str, paths: Doc) -> No
                 body_types=_PATCH_TYPES,
             )
         if "delete" in verbs and not subresource:
+            deleted = item if (r.group, r.name) in _DELETE_ANSWERS_OBJECT else f"{META}.Status"
             one["delete"] = _operation(
-                r, "delete", f"delete{base}{scope}{r.kind}", _DELETE, f"{META}.Status", gvk=gvk
+                r, "delete", f"delete{base}{scope}{r.kind}", _DELETE, deleted, gvk=gvk
             )
         path = f"{collection}/{{name}}" + (f"/{subresource}" if subresource else "")
         paths[path] = one
@@ -328,7 +370,9 @@ class OpenAPIv3:
             path: {"serverRelativeURL": f"/openapi/v3/{path}?hash={digest(body)}"}
             for path, body in (await self._current()).items()
         }
-        return web.Response(body=orjson.dumps({"paths": paths}), content_type="application/json")
+        # kube writes the index without a Content-Type, and Go's server sniffs text.
+        body = orjson.dumps({"paths": paths})
+        return web.Response(body=body, content_type="text/plain", charset="utf-8")
 
     async def group_version(self, request: web.Request) -> web.Response:
         path = request.match_info["path"].strip("/")

@@ -143,10 +143,14 @@ def _v2_operation(operation: Doc) -> Doc:
     converted["parameters"] = parameters
     converted["produces"] = ["application/json", "application/yaml"]
     converted["responses"] = {
-        code: {
-            "description": answer["description"],
-            "schema": next(iter(answer["content"].values()))["schema"],
-        }
+        code: (
+            {
+                "description": answer["description"],
+                "schema": next(iter(answer["content"].values()))["schema"],
+            }
+            if "content" in answer
+            else answer
+        )
         for code, answer in operation["responses"].items()
     }
     return converted

@@ -18,8 +18,10 @@ import yaml
 from aiohttp import web
 from isal import isal_zlib
 
-from services.gateway import negotiation, paths
+from services.gateway import negotiation, patches, paths
 from services.gateway.negotiation import PARTIAL, PARTIAL_LIST, YAML, Output
+from strata.api import gomarshal
+from strata.api.errors import StatusError
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 # What a resource request negotiated (the handlers render Tables themselves).
@@ -35,17 +37,6 @@ _GZIP_INLINE_BYTES = 1024 * 1024
 # Bodies this large are turned into YAML off the event loop.
 _YAML_INLINE_BYTES = 64 * 1024
 _Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-# What Go's encoding/json (kube's encoder) escapes in strings that orjson
-# writes as they are: <, > and & (its HTML-safe default) and the line and
-# paragraph separators. Outside strings JSON has none of these bytes, so a
-# replacement of the bytes is exact.
-_GO_ESCAPES = (
-    (b"<", b"\\u003c"),
-    (b">", b"\\u003e"),
-    (b"&", b"\\u0026"),
-    ("\u2028".encode(), b"\\u2028"),
-    ("\u2029".encode(), b"\\u2029"),
-)
 # strconv.ParseBool's true spellings (kube reads ?pretty= with it; anything
 # else, its error included, is false).
 _TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
@@ -55,10 +46,7 @@ _PRETTY_AGENTS = ("curl", "Wget", "Mozilla/5.0")
 
 def go_escaped(body: bytes) -> bytes:
     """orjson's JSON as Go's encoder writes the same value."""
-    for raw, escaped in _GO_ESCAPES:
-        if raw in body:
-            body = body.replace(raw, escaped)
-    return body
+    return gomarshal.escaped(body)
 
 
 def wants_pretty(request: web.Request) -> bool:
@@ -140,11 +128,69 @@ def _takes_gzip(request: web.Request) -> bool:
     return any(token.strip() == "gzip" for token in accepted.split(","))
 
 
+# Groups kube serves through go-restful, its router: the legacy groups and those
+# under k8s.io (a CRD may take such a group only with kube's api-approved
+# annotation). Custom resources have a handler of their own, without the
+# router's 406 and 415.
+_ROUTED_GROUPS = frozenset({"", "apps", "batch", "autoscaling", "policy"})
+
+
+def _routed(group: str) -> bool:
+    return group in _ROUTED_GROUPS or group.endswith(".k8s.io")
+
+
+def _patch_refusal(request: web.Request, info: paths.RequestInfo) -> StatusError | None:
+    """kube's 415 for a patch type no PATCH takes: go-restful's for its routes,
+    the custom resource handler's own (naming the types it takes) for the rest.
+    (Which types one resource takes, the handler decides.)"""
+    media = patches.patch_media(request.headers.get("Content-Type", ""))
+    if _routed(info.group):
+        return None if media in patches.CONSUMED else patches.unsupported_media_type()
+    custom = (*patches.FOR_CUSTOM, patches.APPLY_PATCH)
+    return None if media in custom else negotiation.unsupported_body(custom)
+
+
 def _negotiated(request: web.Request, info: paths.RequestInfo) -> tuple[Output, bool]:
     """The request's output, and whether it is a watch (whose stream stays JSON)."""
     watching = paths.watching(request, info)
     listing = request.method == "GET" and not info.name and not watching
-    return negotiation.output(request.headers.get("Accept", ""), listing=listing), watching
+    # kube's collection GET and its /watch/ paths produce the watch streams too.
+    streams = request.method == "GET" and (not info.name or info.watch_path)
+    accept = request.headers.get("Accept", "")
+    routed = _routed(info.group)
+    return negotiation.output(accept, listing=listing, streams=streams, routed=routed), watching
+
+
+def not_acceptable(request: web.Request, error: StatusError) -> web.Response:
+    """A 406 as kube writes it: its Status negotiated for the same Accept, which
+    allows none almost always, and then kube writes indented JSON."""
+    body = error.to_json()
+    if negotiation.status_writable(request.headers.get("Accept", "")):
+        body = indented(body) if wants_pretty(request) else go_escaped(body) + b"\n"
+    else:
+        body = indented(body)
+    return web.Response(body=body, status=error.code, content_type="application/json")
+
+
+def _discovery_refusal(request: web.Request) -> StatusError | None:
+    """kube's 406 for a discovery document when Accept names nothing it writes:
+    go-restful's for /version, /api, /api/<v> and /apis/<g>/<v>, kube's own for
+    /apis and /apis/<g> (plain handlers)."""
+    accept = request.headers.get("Accept", "")
+    if not accept.strip():
+        return None
+    parts = [part for part in request.path.split("/") if part]
+    if parts == ["version"]:
+        produces: tuple[str, ...] = ("application/json",)
+    elif parts[:1] == ["api"] or (parts[:1] == ["apis"] and len(parts) == 3):
+        produces = negotiation.REPRESENTATIONS
+    elif parts[:1] == ["apis"]:
+        return None if negotiation.handler_accepts(accept) else negotiation.not_acceptable()
+    else:
+        return None
+    if negotiation.route_accepts(accept, produces):
+        return None
+    return negotiation.route_not_acceptable(produces)
 
 
 def _json_body(response: web.StreamResponse) -> bytes | None:
@@ -158,12 +204,20 @@ async def render_output(request: web.Request, handler: Handler) -> web.StreamRes
     info = paths.info_of(request)
     if info is None or not info.resource:  # discovery: JSON, indented when asked for
         response = await handler(request)
+        if response.status == 200 and (refusal := _discovery_refusal(request)) is not None:
+            return not_acceptable(request, refusal)
         document = _json_body(response)
         if document is not None and request.path.startswith("/api") and wants_pretty(request):
             assert isinstance(response, web.Response)
             response.body = indented(document)
         return response
-    out, watching = _negotiated(request, info)  # 406 when nothing asked for is written
+    # A patch's type counts before Accept does.
+    if request.method == "PATCH" and info.name and (refusal := _patch_refusal(request, info)):
+        raise refusal
+    try:
+        out, watching = _negotiated(request, info)
+    except StatusError as e:  # nothing asked for is written: 406
+        return not_acceptable(request, e)
     request[OUTPUT] = out
     response = await handler(request)
     if (

@@ -22,7 +22,7 @@ from aiohttp import web
 from aiohttp.base_protocol import BaseProtocol
 
 from strata import telemetry
-from strata.api import errors
+from strata.api import errors, gomarshal
 from strata.api.errors import StatusError
 from strata.api.wire import status_from_rpc_error
 from strata.proto.registry.v1 import registry_pb2, registry_pb2_grpc
@@ -31,7 +31,11 @@ BACKLOG = 1024
 
 
 def event_line(event: registry_pb2.WatchEvent) -> bytes:
-    return b'{"type":"' + event.type.encode() + b'","object":' + event.object + b"}\n"
+    """The event as kube's watch encoder writes it: Go's escapes in the object
+    (made once per event, for every watcher it goes to; an object without the
+    characters Go escapes, nearly every one, is left as it is)."""
+    line = b'{"type":"' + event.type.encode() + b'","object":' + event.object + b"}\n"
+    return gomarshal.escaped(line)
 
 
 def chunk(line: bytes) -> bytes:

@@ -6,24 +6,41 @@ from __future__ import annotations
 
 import orjson
 
+from strata.api import gomarshal
 from strata.api.errors import Cause
+from strata.api.goquote import quote
 
 
 def go_value(value: object) -> str:
-    """A bad value as field.Error prints it: strings quoted, string lists as Go's
-    %#v of a []string, maps and structs as JSON (apimachinery since 1.31),
-    anything else as it is."""
+    """A value as Go's %#v prints it in a message of kube's own (a string quoted,
+    a []string as Go syntax, maps as JSON)."""
     if isinstance(value, str):
-        return f'"{value}"'
+        return quote(value)
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return "[]string{" + ", ".join(f'"{v}"' for v in value) + "}"
+        return "[]string{" + ", ".join(quote(v) for v in value) + "}"
     if isinstance(value, dict | list):
         return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
     return str(value)
 
 
+def bad_value(value: object, *, named: bool = False) -> str:
+    """A bad value as field.Error's message prints it (apimachinery since 1.31):
+    a string as %q, or as JSON when its Go type is a named string type (kube's
+    enums: ServiceType, Protocol...; named); numbers and booleans as they are;
+    None as null; lists and maps as Go's json.Marshal writes them."""
+    if isinstance(value, str):
+        return gomarshal.marshal(value) if named else quote(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, int | float):
+        return str(value)
+    return gomarshal.marshal(value)
+
+
 def invalid_value(field: str, value: object, detail: str) -> Cause:
-    message = f"Invalid value: {go_value(value)}: {detail}"
+    message = f"Invalid value: {bad_value(value)}: {detail}"
     return Cause(reason="FieldValueInvalid", message=message, field=field)
 
 
@@ -38,7 +55,7 @@ def required(field: str, detail: str = "") -> Cause:
 
 def duplicate(field: str, value: object) -> Cause:
     return Cause(
-        reason="FieldValueDuplicate", message=f"Duplicate value: {go_value(value)}", field=field
+        reason="FieldValueDuplicate", message=f"Duplicate value: {bad_value(value)}", field=field
     )
 
 
@@ -47,8 +64,11 @@ def forbidden(field: str, detail: str) -> Cause:
 
 
 def not_supported(field: str, value: object, supported: tuple[str, ...]) -> Cause:
-    listed = ", ".join(f'"{v}"' for v in supported)
-    message = f"Unsupported value: {go_value(value)}: supported values: {listed}"
+    """field.NotSupported: the value, then every supported one strconv.Quote'd.
+    The values kube checks this way are nearly all of enum types (named string
+    types), whose bad value its message writes as JSON."""
+    listed = ", ".join(quote(v) for v in supported)
+    message = f"Unsupported value: {bad_value(value, named=True)}: supported values: {listed}"
     return Cause(reason="FieldValueNotSupported", message=message, field=field)
 
 
@@ -60,7 +80,7 @@ def too_long(field: str, limit: int) -> Cause:
 
 def type_invalid(field: str, value: object, detail: str) -> Cause:
     """field.TypeInvalid: a value of the wrong type (or format)."""
-    message = f"Invalid value: {go_value(value)}: {detail}"
+    message = f"Invalid value: {bad_value(value)}: {detail}"
     return Cause(reason="FieldValueTypeInvalid", message=message, field=field)
 
 

@@ -129,5 +129,5 @@ async def test_dry_run_takes_only_all(
     assert (body["code"], body["reason"]) == (422, "Invalid")
     assert body["message"] == (
         f'{kind}.meta.k8s.io "" is invalid: dryRun: Unsupported value: '
-        '[]string{"All", "Some"}: supported values: "All"'
+        '["All","Some"]: supported values: "All"'
     )

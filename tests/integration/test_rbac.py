@@ -81,7 +81,7 @@ ROLE_CASES = [
         causes=(
             invalid(
                 "rules[0].nonResourceURLs",
-                '[]string{"/healthz"}',
+                '["/healthz"]',
                 "namespaced rules cannot apply to non-resource URLs",
             ),
         ),
@@ -99,7 +99,7 @@ CLUSTER_ROLE_CASES = [
         causes=(
             invalid(
                 "rules[0].nonResourceURLs",
-                '[]string{"/healthz"}',
+                '["/healthz"]',
                 "rules cannot apply to both regular resources and non-resource URLs",
             ),
         ),

@@ -152,7 +152,7 @@ METADATA_CASES = [
             (
                 INVALID,
                 "metadata.finalizers",
-                'Invalid value: []string{"orphan", "foregroundDeletion"}: finalizer orphan and '
+                'Invalid value: ["orphan","foregroundDeletion"]: finalizer orphan and '
                 "foregroundDeletion cannot be both set",
             ),
         ),

@@ -266,13 +266,13 @@ async def test_taken_and_out_of_range_values_are_refused(
         (
             service("sameip", 80, clusterIP=ip),
             "spec.clusterIPs",
-            f'Invalid value: []string{{"{ip}"}}: failed to allocate IP {ip}: provided IP is '
+            f'Invalid value: ["{ip}"]: failed to allocate IP {ip}: provided IP is '
             "already allocated",
         ),
         (
             service("farip", 80, clusterIP="192.168.0.1"),
             "spec.clusterIPs",
-            'Invalid value: []string{"192.168.0.1"}: failed to allocate IP 192.168.0.1: the '
+            'Invalid value: ["192.168.0.1"]: failed to allocate IP 192.168.0.1: the '
             "provided IP (192.168.0.1) is not in the valid range. The range of valid IPs is "
             "10.96.0.0/16",
         ),

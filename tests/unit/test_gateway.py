@@ -113,21 +113,61 @@ def test_output_negotiation(accept: str, listing: bool, expected: tuple[str, str
     assert (out.media, out.transform, out.version) == expected
 
 
+ROUTE_406 = "406: Not Acceptable\n\nAvailable representations: "
+ONE = "application/json, application/yaml, application/vnd.kubernetes.protobuf"
+STREAMS = f"{ONE}, application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch"
+ONLY = f"only the following media types are accepted: {ONE}"
+TABLE_V2 = "application/json;as=Table;g=meta.k8s.io;v=v2"
+
+
+# kube-apiserver v1.36's 406s for these Accept headers (a GET of a ConfigMap, or
+# of the collection: streams), recorded: go-restful's when no media type is one
+# the route produces (no wildcard but */*, no case folding, no +json), with
+# empty details; kube's own, with none, when one is but nothing it names is
+# written; the Status indented unless a clause could carry it (application/*).
 @pytest.mark.parametrize(
-    "accept",
+    ("accept", "streams", "message", "bare", "writable"),
     [
-        "application/xml",
-        "application/vnd.kubernetes.protobuf",
-        ONE_PARTIAL,
+        ("application/bogus", False, ROUTE_406 + ONE, False, False),
+        ("application/bogus", True, ROUTE_406 + STREAMS, False, False),
+        ("application/xml", True, ROUTE_406 + STREAMS, False, False),
+        ("text/plain", True, ROUTE_406 + STREAMS, False, False),
+        ("text/*", False, ROUTE_406 + ONE, False, False),
+        ("application/*", True, ROUTE_406 + STREAMS, False, True),
+        ("APPLICATION/JSON", False, ROUTE_406 + ONE, False, False),
+        ("application/foo+json", False, ROUTE_406 + ONE, False, False),
+        ("application/json;as=Foo", True, ONLY, True, False),
+        ("application/json;as=Table;g=meta.k8s.io;v=v9", True, ONLY, True, False),
+        (f"{TABLE_V2},application/bogus", False, ONLY, True, False),
+        (f"application/bogus, {TABLE_V2}", True, ONLY, True, False),
+        ("*/*;as=Table;g=meta.k8s.io;v=v2", False, ONLY, True, False),
     ],
-)
-def test_nothing_acceptable_is_406(accept: str) -> None:
+)  # fmt: skip
+def test_nothing_acceptable_is_kubes_406(
+    accept: str, streams: bool, message: str, bare: bool, writable: bool
+) -> None:
     with pytest.raises(StatusError) as raised:
-        negotiation.output(accept, listing=True)
-    assert (raised.value.code, raised.value.reason) == (406, "NotAcceptable")
-    assert raised.value.message == (
-        "only the following media types are accepted: application/json, application/yaml"
-    )
+        negotiation.output(accept, listing=streams, streams=streams)
+    error = raised.value
+    assert (error.code, error.reason, error.message) == (406, "NotAcceptable", message)
+    assert ("details" not in error.status()) == bare
+    assert negotiation.status_writable(accept) == writable
+
+
+@pytest.mark.parametrize(
+    "accept", [" application/json", "application/json;q=0", "application/json;stream=watch"]
+)
+def test_what_go_restful_takes_is_json(accept: str) -> None:
+    """kube answers these 200 JSON (go-restful trims, and reads no q-values)."""
+    assert negotiation.output(accept, streams=True) == negotiation.Output()
+
+
+def test_protobuf_alone_is_406() -> None:
+    """kube writes protobuf; the gateway does not (it reads it), so a client
+    that takes nothing else gets kube's own 406."""
+    with pytest.raises(StatusError) as raised:
+        negotiation.output("application/vnd.kubernetes.protobuf", listing=True)
+    assert raised.value.message == ONLY
 
 
 @pytest.mark.parametrize(

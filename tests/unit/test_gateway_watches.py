@@ -9,7 +9,8 @@ from typing import Any, cast
 from aiohttp import web
 from aiohttp.base_protocol import BaseProtocol
 
-from services.gateway.watches import BACKLOG, ClientWatch, chunk
+from services.gateway.watches import BACKLOG, ClientWatch, chunk, event_line
+from strata.proto.registry.v1 import registry_pb2
 
 
 class Connection:
@@ -104,3 +105,16 @@ async def test_a_closed_connection_finishes_the_watch() -> None:
     send(watch, b"gone\n")
     assert watch.finished.done() and not watch.terminated
     assert connection.wire == []
+
+
+def test_event_lines_have_gos_escapes_and_others_are_as_they_came() -> None:
+    """As kube's watch encoder writes the object (recorded from kube v1.36)."""
+    event = registry_pb2.WatchEvent(
+        type="ADDED", object='{"data":{"k":"<&>","s":"a\u2028b\u2029c"}}'.encode()
+    )
+    assert event_line(event) == (
+        b'{"type":"ADDED","object":{"data":{"k":"\\u003c\\u0026\\u003e",'
+        b'"s":"a\\u2028b\\u2029c"}}}\n'
+    )
+    plain = registry_pb2.WatchEvent(type="DELETED", object=b'{"data":{"k":"\xc3\xa9"}}')
+    assert event_line(plain) == b'{"type":"DELETED","object":{"data":{"k":"\xc3\xa9"}}}\n'
