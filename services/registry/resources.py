@@ -23,7 +23,7 @@ from services.registry.strategy import (
     validate_object_meta,
     validate_object_meta_update,
 )
-from strata.api import meta
+from strata.api import base64data, errors, meta
 from strata.api.causes import invalid_value, too_long
 from strata.api.errors import Cause
 from strata.storage import key_root
@@ -88,6 +88,10 @@ class Resource:
     field_selectors: frozenset[str] = field(
         default_factory=lambda: frozenset({"metadata.name", "metadata.namespace"})
     )
+    # Whether kube registers a field label conversion func for the kind (core
+    # Namespaces, Secrets, Services, Events): an unknown field is then "field
+    # label not supported" rather than "not a known field selector".
+    field_label_conversion: bool = False
     # The status subresource: writes to the resource keep its status, writes to
     # status keep everything else.
     status: StatusStrategy | None = None
@@ -190,11 +194,23 @@ class NamespaceStrategy:
 CONFIGMAP_MAX_BYTES = 1024 * 1024
 
 
+def _decode_binary_data(obj: Obj) -> None:
+    """binaryData's values as kube holds them once its decoder has read them
+    into []byte (Go's base64: line breaks skipped, padding required):
+    canonical and on one line, or the request's 400 naming the first bad one."""
+    binary: dict[str, str] = obj.get("binaryData") or {}
+    for key, value in binary.items():
+        try:
+            binary[key] = base64data.normalized(value)
+        except base64data.IllegalBase64 as e:
+            raise errors.undecodable("ConfigMap", "v1", str(e)) from None
+
+
 class ConfigMapStrategy:
     namespaced = True
 
     def prepare_for_create(self, obj: Obj) -> None:
-        pass
+        _decode_binary_data(obj)
 
     def validate(self, obj: Obj) -> list[Cause]:
         causes = validate_object_meta(obj, namespaced=True, name_is_label=False)
@@ -210,13 +226,13 @@ class ConfigMapStrategy:
             size += len(key) + len(str(value))
         for key, value in binary.items():
             causes.extend(config_key_causes("binaryData", key))
-            size += len(key) + len(str(value)) * 3 // 4
+            size += len(key) + len(base64data.decode(value))
         if size > CONFIGMAP_MAX_BYTES:
             causes.append(too_long("", CONFIGMAP_MAX_BYTES))
         return causes
 
     def prepare_for_update(self, obj: Obj, old: Obj) -> None:
-        pass
+        _decode_binary_data(obj)
 
     def validate_update(self, obj: Obj, old: Obj) -> list[Cause]:
         causes = validate_object_meta_update(obj, old)
@@ -237,6 +253,9 @@ NAMESPACES = Resource(
     # As kube's: namespaces go one at a time.
     verbs=("create", "delete", "get", "list", "patch", "update", "watch"),
     spec_finalizers=True,
+    # As kube's: a Namespace has no metadata.namespace to select on.
+    field_selectors=frozenset({"metadata.name"}),
+    field_label_conversion=True,
     columns=(
         NAME_COLUMN,
         Column(
@@ -276,6 +295,7 @@ SECRETS = Resource(
     kind="Secret",
     namespaced=True,
     strategy=SecretStrategy(),
+    field_label_conversion=True,
     columns=(
         NAME_COLUMN,
         Column(name="Type", type="string", description="", path="type"),
@@ -327,6 +347,7 @@ EVENTS = Resource(
     strategy=events.EventStrategy(),
     short_names=("ev",),
     garbage_collected=False,
+    field_label_conversion=True,
     columns=(
         Column(
             name="Last Seen",
@@ -484,6 +505,7 @@ SERVICES = Resource(
     # As kube's: Services go one at a time (each releases its allocations).
     verbs=("create", "delete", "get", "list", "patch", "update", "watch"),
     return_deleted_object=True,
+    field_label_conversion=True,
     columns=(
         NAME_COLUMN,
         Column(

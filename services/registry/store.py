@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from services.registry import schema, tables, typed, warnings
+from services.registry.bodies import decode_body
 from services.registry.deletion import DeleteOptions
 from services.registry.known_namespaces import KnownNamespaces
 from services.registry.resources import NAMESPACES, Resource
@@ -209,47 +210,6 @@ def check_watch_options(match: str, continue_token: str, send_initial_events: bo
         raise errors.invalid("ListOptions", "", causes, "meta.k8s.io")
 
 
-def decode_body(body: bytes, resource: Resource) -> Obj:
-    """The request body as an object of resource's kind, or 400 BadRequest."""
-    try:
-        obj = orjson.loads(body)
-    except orjson.JSONDecodeError as e:
-        raise errors.bad_request(f"the object provided is not valid JSON: {e}") from None
-    if not isinstance(obj, dict):
-        raise errors.bad_request("the object provided is not a JSON object")
-    # Like kube's decoder, a body without kind or apiVersion takes the endpoint's.
-    kind = obj.setdefault("kind", resource.kind)
-    api_version = obj.setdefault("apiVersion", resource.api_version)
-    if api_version != resource.api_version:
-        raise errors.bad_request(
-            f"the API version in the data ({api_version}) does not match the expected API "
-            f"version ({resource.api_version})"
-        )
-    if kind != resource.kind:
-        raise errors.bad_request(
-            f"the kind in the data ({kind}) does not match the expected kind ({resource.kind})"
-        )
-    metadata = obj.setdefault("metadata", {})
-    if not isinstance(metadata, dict):
-        raise errors.bad_request("metadata must be an object")
-    for field in ("labels", "annotations"):
-        value = metadata.get(field)
-        if value is not None and (
-            not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values())
-        ):
-            raise errors.bad_request(f"metadata.{field} must be a map of string to string")
-    # ConfigMaps' and Secrets' maps of strings (a custom resource's are its schema's).
-    for field in ("data", "binaryData") if not resource.group else ():
-        value = obj.get(field)
-        if value is not None and (
-            not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values())
-        ):
-            raise errors.undecodable(
-                resource.kind, resource.version, f"{field} must be a map of string to string"
-            )
-    return obj
-
-
 def held(obj: Obj, resource: Resource) -> bool:
     """Whether finalizers hold obj's deletion back."""
     if obj.get("metadata", {}).get("finalizers"):
@@ -385,7 +345,7 @@ class Store:
         except Expired as e:
             raise errors.gone(e.message, e.continue_token) from None
         except TooLargeResourceVersion as e:
-            raise errors.timeout(e.message) from None
+            raise errors.too_large_resource_version(e.message) from None
         except ObjectTooLarge as e:
             raise errors.too_large(e.message) from None
         except (InvalidObject, InvalidRequest) as e:
@@ -603,7 +563,11 @@ class Store:
         return Selection(
             namespace=namespace if self.resource.namespaced else "",
             labels=parse_label_selector(label_selector),
-            fields=parse_field_selector(field_selector, self.resource.field_selectors),
+            fields=parse_field_selector(
+                field_selector,
+                self.resource.field_selectors,
+                field_label_conversion=self.resource.field_label_conversion,
+            ),
             predicate=Predicate(
                 label_selector=label_selector,
                 field_selector=field_selector,

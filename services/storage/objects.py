@@ -28,8 +28,42 @@ def _decode(value: bytes) -> dict[str, Any] | None:
     return obj
 
 
-_LEADING = ("apiVersion", "kind", "metadata")
+# kube's JSON follows its Go structs: TypeMeta's kind and apiVersion, then
+# metadata, whose fields come in ObjectMeta's order.
+_LEADING = ("kind", "apiVersion", "metadata")
+_OBJECT_META = (
+    "name",
+    "generateName",
+    "namespace",
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
+)
 _METADATA = b'"metadata":{'
+_UID = b'"uid":"'
+
+
+def _kube_order(obj: dict[str, Any]) -> dict[str, Any]:
+    """obj with kind, apiVersion and metadata leading and metadata's fields in
+    ObjectMeta's order (what kube writes; objects stored before strata wrote
+    so are put in order as they are read)."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        ordered_meta = {k: meta[k] for k in _OBJECT_META if k in meta}
+        ordered_meta.update(meta)
+        obj["metadata"] = ordered_meta
+    ordered = {k: obj[k] for k in _LEADING if k in obj}
+    ordered.update(obj)
+    return ordered
 
 
 def for_etcd(key: str, value: bytes) -> tuple[dict[str, Any], bytes]:
@@ -42,8 +76,7 @@ def for_etcd(key: str, value: bytes) -> tuple[dict[str, Any], bytes]:
     if decoded is None:
         raise InvalidObject(key, f"object for {key} is not a JSON object with metadata")
     decoded.setdefault("metadata", {}).pop("resourceVersion", None)
-    obj = {k: decoded[k] for k in _LEADING if k in decoded}
-    obj.update(decoded)
+    obj = _kube_order(decoded)
     data = orjson.dumps(obj)
     if len(data) > MAX_OBJECT_BYTES:
         raise ObjectTooLarge(
@@ -61,9 +94,15 @@ def stored(key: str, value: bytes) -> dict[str, Any]:
 
 
 def stamped(data: bytes, revision: int) -> bytes:
-    """data (as for_etcd wrote it) with metadata.resourceVersion set, without decoding."""
+    """data (as for_etcd wrote it) with metadata.resourceVersion set, without
+    decoding: after uid, as ObjectMeta has it (first, for an object without one)."""
     at = data.index(_METADATA) + len(_METADATA)
     field = b'"resourceVersion":"' + str(revision).encode() + b'"'
+    # name, generateName and namespace, the only fields before uid, hold no quotes.
+    uid = data.find(_UID, at)
+    if uid != -1 and data.find(b"{", at, uid) == -1:
+        end = data.index(b'"', uid + len(_UID)) + 1
+        return data[:end] + b"," + field + data[end:]
     return data[:at] + field + (b"" if data[at : at + 1] == b"}" else b",") + data[at:]
 
 
@@ -91,7 +130,7 @@ def envelope(key: str, obj: dict[str, Any], revision: int) -> storage_pb2.Object
     """The envelope for obj at revision, its JSON stamped with that revision."""
     meta = obj.setdefault("metadata", {})
     meta["resourceVersion"] = str(revision)
-    return _envelope(key, meta, orjson.dumps(obj), revision)
+    return _envelope(key, meta, orjson.dumps(_kube_order(obj)), revision)
 
 
 def from_etcd(key: str, value: bytes, revision: int) -> storage_pb2.Object:

@@ -280,6 +280,13 @@ class EtcdStorage:
             response = await self._etcd.range(b"/", count_only=True)
         return response.header.revision
 
+    async def _too_large(self, key: str, wanted: int) -> TooLargeResourceVersion:
+        """kube's words for a read at a revision etcd has not reached."""
+        current = await self.current_revision()
+        return TooLargeResourceVersion(
+            key, f"Too large resource version: {wanted}, current: {current}"
+        )
+
     async def _not_older_than(self, key: str, minimum: int, read_revision: int) -> None:
         """Wait (briefly) until etcd has reached minimum, else TooLargeResourceVersion."""
         deadline = time.monotonic() + self._future_wait
@@ -299,7 +306,12 @@ class EtcdStorage:
         exact = opts.resource_version_match == EXACT
         with _etcd_errors(key, wanted), metrics.etcd_request("get", key):
             if exact:
-                response = await self._etcd.range(ekey, revision=wanted)
+                try:
+                    response = await self._etcd.range(ekey, revision=wanted)
+                except grpc.aio.AioRpcError as e:
+                    if "future revision" not in (e.details() or ""):
+                        raise
+                    raise await self._too_large(key, wanted) from None
             else:
                 response = await self._reads.range(ekey)
             if not exact and opts.resource_version != "0" and wanted > response.header.revision:
@@ -345,6 +357,8 @@ class EtcdStorage:
             result = await self._read_pages(
                 prefix, key_from, end, at, opts.limit, matches, serializable
             )
+        except TooLargeResourceVersion:
+            raise await self._too_large(prefix, at) from None
         except Expired:
             if not opts.continue_token:
                 raise

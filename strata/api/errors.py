@@ -66,11 +66,15 @@ class StatusError(Exception):
     @classmethod
     def from_json(cls, data: bytes) -> StatusError:
         body = orjson.loads(data)
+        details = dict(body.get("details") or {})
+        retry_after = details.get("retryAfterSeconds")
         return cls(
             code=int(body.get("code", 500)),
             reason=str(body.get("reason", "")),
             message=str(body.get("message", "")),
-            details=dict(body.get("details") or {}),
+            details=details,
+            # The Retry-After header kube sends beside such a Status.
+            retry_after_seconds=retry_after if isinstance(retry_after, int) else None,
             list_meta=dict(body.get("metadata") or {}),
             bare="details" not in body,
         )
@@ -243,6 +247,24 @@ def _retry_later(code: int, reason: str, message: str, seconds: int) -> StatusEr
 
 def timeout(message: str, retry_after_seconds: int = 1) -> StatusError:
     return _retry_later(504, "Timeout", message, retry_after_seconds)
+
+
+def too_large_resource_version(message: str) -> StatusError:
+    """kube's answer to a read of a resourceVersion storage has not reached in
+    time (storage.NewTooLargeResourceVersionError): a Timeout whose one cause
+    says so, with a reason and message but no field, retried after a second."""
+    return StatusError(
+        code=504,
+        reason="Timeout",
+        message=f"Timeout: {message}",
+        details={
+            "causes": [
+                {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
+            ],
+            "retryAfterSeconds": 1,
+        },
+        retry_after_seconds=1,
+    )
 
 
 def too_many_requests(message: str, retry_after_seconds: int = 1) -> StatusError:

@@ -424,7 +424,10 @@ async def test_responses_take_the_negotiated_form(
         assert orjson.loads(await response.read())["kind"] == "PartialObjectMetadata"
     async with http.get(f"{path}/form?pretty=true") as response:
         text = await response.text()
-    assert text.startswith('{\n  "apiVersion": "v1",') and orjson.loads(text) == created
+    assert (
+        text.startswith('{\n  "kind": "ConfigMap",\n  "apiVersion": "v1",')
+        and orjson.loads(text) == created
+    )
     refused = await get_status(http, f"{path}/form", 406, headers={"Accept": "application/xml"})
     assert refused["reason"] == "NotAcceptable"
     # Errors stay Status objects.

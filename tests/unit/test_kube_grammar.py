@@ -6,11 +6,16 @@ order."""
 
 from __future__ import annotations
 
+import base64
+
+import orjson
 import pytest
 
-from strata.api import base64data, errors
+from strata.api import base64data, errors, gojson
 from strata.api.errors import StatusError
 from strata.api.selectors import parse_field_selector, parse_label_selector
+from strata.storage import InvalidRequest
+from strata.storage import _continue as continuation
 
 FIELDS = frozenset({"metadata.name", "metadata.namespace"})
 # kube's words for a bad label key's name part and a bad label value.
@@ -283,3 +288,100 @@ def test_status_details_in_kubes_order() -> None:
     assert again.to_json() == errors.bad_request("no").to_json()
     success = errors.success("configmaps", "c", "u-1")
     assert list(success["details"]) == ["name", "kind", "uid"]
+
+
+# (JSON text, what Go's json.Unmarshal says of it: None when it is valid)
+GO_JSON: list[tuple[bytes, str | None]] = [
+    (b"hello", "invalid character 'h' looking for beginning of value"),
+    (b'{"a":1', gojson.END_OF_INPUT),
+    (b"", gojson.END_OF_INPUT),
+    (b'{"a":1} x', "invalid character 'x' after top-level value"),
+    (b'{"a" 1}', "invalid character '1' after object key"),
+    (b'{"a":1 2}', "invalid character '2' after object key:value pair"),
+    (b'{"a":1,}', "invalid character '}' looking for beginning of object key string"),
+    (b"[1,]", "invalid character ']' looking for beginning of value"),
+    (b"[1 2]", "invalid character '2' after array element"),
+    (b"tru", "invalid character ' ' in literal true (expecting 'e')"),
+    (b"nul!", "invalid character '!' in literal null (expecting 'l')"),
+    (b"1.", "invalid character ' ' after decimal point in numeric literal"),
+    (b"1e+", "invalid character ' ' in exponent of numeric literal"),
+    (b"-x", "invalid character 'x' in numeric literal"),
+    (b'"a\x01"', "invalid character '\\x01' in string literal"),
+    (b'"\\x"', "invalid character 'x' in string escape code"),
+    (b'"\\u12g4"', "invalid character 'g' in \\u hexadecimal character escape"),
+    (b"'a'", "invalid character '\\'' looking for beginning of value"),
+    (b"01", "invalid character '1' after top-level value"),
+    (b" [ ] ", None),
+    (b"null", None),
+    (b'{"a":[1,-2.5e+3,true,null,"\\u00e9"]}', None),
+]
+
+
+@pytest.mark.parametrize(("text", "go"), GO_JSON)
+def test_json_errors_are_gos(text: bytes, go: str | None) -> None:
+    assert gojson.syntax_error(text) == go
+
+
+def _token(body: object) -> str:
+    return base64.urlsafe_b64encode(orjson.dumps(body)).decode().rstrip("=")
+
+
+V1 = "meta.k8s.io/v1"
+# (continue token, kube's answer: (rv, start after the prefix) or its message's end)
+CONTINUE_TOKENS: list[tuple[str, tuple[int, str] | str]] = [
+    (_token({"v": V1, "rv": 211, "start": "/ct0\x00"}), (211, "ct0\x00")),
+    (_token({"v": V1, "rv": 211, "start": "ct0\x00"}), (211, "ct0\x00")),
+    (_token({"v": V1, "rv": -7, "start": "ns/a"}), (-1, "ns/a")),
+    (_token({"V": V1, "RV": 5, "Start": "a"}), (5, "a")),  # Go matches keys in any case
+    ("abc", "invalid character 'i' looking for beginning of value"),
+    ("!!!", "illegal base64 data at input byte 0"),
+    ("aGVsbG8=", "illegal base64 data at input byte 7"),
+    ("abcd\ne", "illegal base64 data at input byte 5"),
+    (_token({"v": "x", "rv": 1, "start": "a"}), "server does not recognize this encoded version x"),
+    (_token(None), "server does not recognize this encoded version "),
+    (_token([1]), "json: cannot unmarshal array into Go value of type storage.continueToken"),
+    (
+        _token({"v": V1, "rv": 0, "start": "a"}),
+        f"incorrect encoded start resourceVersion (version {V1})",
+    ),
+    (_token({"v": V1, "rv": 1}), f"encoded start key empty (version {V1})"),
+    (_token({"v": V1, "rv": 1, "start": "../x"}), "../x"),
+    (_token({"v": V1, "rv": 1, "start": "a//b"}), "a//b"),
+    (_token({"v": V1, "rv": 1, "start": "a/"}), "a/"),
+    (
+        _token({"v": V1, "rv": "5", "start": "a"}),
+        "json: cannot unmarshal string into Go struct field continueToken.rv of type int64",
+    ),
+    (
+        _token({"v": 1, "rv": 5, "start": "a"}),
+        "json: cannot unmarshal number into Go struct field continueToken.v of type string",
+    ),
+]
+
+
+@pytest.mark.parametrize(("token", "kube"), CONTINUE_TOKENS)
+def test_continue_tokens_as_kube_reads_them(token: str, kube: tuple[int, str] | str) -> None:
+    if isinstance(kube, tuple):
+        assert continuation.decode("/registry/configmaps/", token) == kube
+        return
+    with pytest.raises(InvalidRequest) as raised:
+        continuation.decode("/registry/configmaps/", token)
+    assert raised.value.message == f"invalid continue token: continue key is not valid: {kube}"
+
+
+def test_continue_tokens_are_kubes_bytes() -> None:
+    """kube's token for a page that ended at ct0, at revision 211."""
+    expected = "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MjExLCJzdGFydCI6Ii9jdDBcdTAwMDAifQ"
+    assert continuation.encode(211, "ct0\x00") == expected
+
+
+def test_too_large_resource_version_is_kubes_timeout() -> None:
+    error = errors.too_large_resource_version("Too large resource version: 9, current: 3")
+    assert error.to_json() == (
+        b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":'
+        b'"Timeout: Too large resource version: 9, current: 3","reason":"Timeout","details":'
+        b'{"causes":[{"reason":"ResourceVersionTooLarge","message":"Too large resource version"}]'
+        b',"retryAfterSeconds":1},"code":504}'
+    )
+    # Carried to the gateway as JSON, it keeps its Retry-After.
+    assert StatusError.from_json(error.to_json()).retry_after_seconds == 1
