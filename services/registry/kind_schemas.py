@@ -138,10 +138,15 @@ ENDPOINTS = obj(
         )
     ),
 )
-LABEL_SELECTOR = obj(
-    matchLabels=STRING_MAP,
-    matchExpressions=array(obj(key=STRING, operator=STRING, values=STRINGS)),
-)
+# kube's LabelSelector is one atomic value (+structType=atomic): server-side
+# apply owns and replaces it whole (f:selector: {}).
+LABEL_SELECTOR = {
+    **obj(
+        matchLabels=STRING_MAP,
+        matchExpressions=array(obj(key=STRING, operator=STRING, values=STRINGS)),
+    ),
+    "x-kubernetes-map-type": "atomic",
+}
 CONTAINER = obj(
     name=STRING,
     image=STRING,
