@@ -29,6 +29,8 @@ _TYPE_META = (
     'Kind string "json:\\"kind,omitempty\\"" }'
 )
 _SUMMARY_BYTES = 30
+# Bodies up to this size get Go's exact syntax error (see _syntax_error).
+_SCAN_LIMIT = 16 * 1024
 # The built-in kinds of each version (what strata serves of kube's scheme).
 _KINDS: dict[str, frozenset[str]] = {}
 for _r in BUILT_IN:
@@ -59,12 +61,23 @@ def _unrecognized(resource: Resource, body: bytes, problem: str) -> errors.Statu
     )
 
 
+def _syntax_error(body: bytes, error: orjson.JSONDecodeError) -> str:
+    """Go's words for a body orjson refused. Go's scanner here is a Python pass
+    over every byte (about 2 us each), so it runs only on a refused body and only
+    on one small enough that the pass stays a few milliseconds; a larger one, or
+    one Go would read (invalid UTF-8), is answered with orjson's words."""
+    if len(body) <= _SCAN_LIMIT and (problem := gojson.syntax_error(body)) is not None:
+        return problem
+    return str(error)
+
+
 def _sniffed(body: bytes, resource: Resource) -> Obj:
     """The body as a JSON object with apiVersion and kind strings (or absent),
     or kube's 400 for the first step."""
-    if (problem := gojson.syntax_error(body)) is not None:
-        raise _unrecognized(resource, body, problem)
-    obj = orjson.loads(body)
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError as e:
+        raise _unrecognized(resource, body, _syntax_error(body, e)) from None
     if obj is None:  # Go decodes null into an empty object
         return {}
     if not isinstance(obj, dict):

@@ -55,9 +55,11 @@ def _go_base64(token: str) -> bytes:
 def _unmarshal(raw: bytes) -> dict[str, Any]:
     """The token's fields as Go's json.Unmarshal fills its struct (keys matched
     without regard to case, null leaving a field alone), or its first error."""
-    if (problem := gojson.syntax_error(raw)) is not None:
-        raise ValueError(problem)
-    body = orjson.loads(raw)
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        # Go's words (its scanner, a Python pass: only for a token refused).
+        raise ValueError(gojson.syntax_error(raw) or str(e)) from None
     if body is None:
         return {}
     if not isinstance(body, dict):

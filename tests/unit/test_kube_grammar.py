@@ -11,6 +11,8 @@ import base64
 import orjson
 import pytest
 
+from services.registry import bodies
+from services.registry.resources import BUILT_IN, Resource
 from strata.api import base64data, errors, gojson
 from strata.api.errors import StatusError
 from strata.api.selectors import parse_field_selector, parse_label_selector
@@ -385,3 +387,30 @@ def test_too_large_resource_version_is_kubes_timeout() -> None:
     )
     # Carried to the gateway as JSON, it keeps its Retry-After.
     assert StatusError.from_json(error.to_json()).retry_after_seconds == 1
+
+
+def test_gos_scanner_reads_only_small_refused_bodies(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Go's exact syntax error costs a Python pass over every byte: a body that
+    parses never pays it, and a large refused one gets orjson's words instead."""
+    configmaps = next(r for r in BUILT_IN if r.name == "configmaps")
+    small = b'{"kind": "ConfigMap", "data": {'
+    assert "unexpected end of JSON input" in _refused(small, configmaps)
+
+    def scanned(_data: bytes) -> str | None:
+        raise AssertionError("Go's scanner ran")
+
+    monkeypatch.setattr(gojson, "syntax_error", scanned)
+    valid = orjson.dumps({"metadata": {"name": "a"}, "data": {"k": "v" * 100_000}})
+    assert bodies.decode_body(valid, configmaps)["data"]["k"] == "v" * 100_000
+    message = _refused(valid[:-1], configmaps)
+    assert message.startswith(
+        "the object provided is unrecognized (must be of type ConfigMap): "
+        "couldn't get version/kind; json parse error: "
+    )
+
+
+def _refused(body: bytes, resource: Resource) -> str:
+    with pytest.raises(StatusError) as refused:
+        bodies.decode_body(body, resource)
+    assert refused.value.code == 400
+    return refused.value.message
