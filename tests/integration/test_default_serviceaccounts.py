@@ -41,7 +41,7 @@ async def test_a_new_namespace_gets_a_default_serviceaccount_shaped_as_kubes(
 ) -> None:
     namespace = await new_namespace(http, "sa")
     made = await default_account(http, namespace)
-    assert list(made) == ["apiVersion", "kind", "metadata"]
+    assert list(made) == ["kind", "apiVersion", "metadata"]
     assert (made["apiVersion"], made["kind"]) == ("v1", "ServiceAccount")
     metadata = made["metadata"]
     assert set(metadata) == {"name", "namespace", "uid", "resourceVersion", "creationTimestamp"}
