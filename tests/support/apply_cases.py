@@ -14,11 +14,6 @@ from kube-apiserver v1.36 with
 from __future__ import annotations
 
 import asyncio
-import base64
-import os
-import ssl
-import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +21,8 @@ from typing import Any
 import aiohttp
 import orjson
 import yaml
+
+from tests.support.kube_recording import record
 
 Obj = dict[str, Any]
 APPLY = {"Content-Type": "application/apply-patch+yaml"}
@@ -304,7 +301,7 @@ def recorded() -> dict[str, list[Obj]]:
     return answers
 
 
-async def _remove(session: aiohttp.ClientSession, path: str) -> None:
+async def remove(session: aiohttp.ClientSession, path: str) -> None:
     """Delete the object, its finalizers first; wait until it is gone."""
     body = orjson.dumps({"metadata": {"finalizers": None}})
     async with session.patch(path, data=body, headers=MERGE):
@@ -319,7 +316,7 @@ async def _remove(session: aiohttp.ClientSession, path: str) -> None:
     raise AssertionError(f"{path} was not deleted")
 
 
-async def _served(session: aiohttp.ClientSession, collection: str) -> None:
+async def served(session: aiohttp.ClientSession, collection: str) -> None:
     """Make the collection's CustomResourceDefinition, if it is one, and wait
     until its resources are served."""
     if collection != WIDGETS:
@@ -336,10 +333,10 @@ async def _served(session: aiohttp.ClientSession, collection: str) -> None:
 
 async def run(session: aiohttp.ClientSession, case: Case) -> list[Obj]:
     """Apply the case's steps in order; each step's answer reduced."""
-    await _served(session, case.collection)
+    await served(session, case.collection)
     name = case.steps[0][1]["metadata"]["name"]
     path = f"{case.collection}/{name}"
-    await _remove(session, path)
+    await remove(session, path)
     results = []
     try:
         for who, configuration in case.steps:
@@ -350,47 +347,9 @@ async def run(session: aiohttp.ClientSession, case: Case) -> list[Obj]:
                 answer = orjson.loads(await response.read())
                 results.append(reduced(response.status, answer, case.view))
     finally:
-        await _remove(session, path)
+        await remove(session, path)
     return results
 
 
-def _kube_session(kubeconfig: Path, folder: Path) -> aiohttp.ClientSession:
-    """An admin session to the kube-apiserver a kubeconfig names."""
-    config = yaml.safe_load(kubeconfig.read_text())
-    cluster = config["clusters"][0]["cluster"]
-    user = config["users"][0]["user"]
-
-    def file(entry: Obj, key: str) -> str:
-        if f"{key}-data" in entry:
-            target = folder / key
-            target.write_bytes(base64.b64decode(entry[f"{key}-data"]))
-            return str(target)
-        return str(entry[key])
-
-    context = ssl.create_default_context(cafile=file(cluster, "certificate-authority"))
-    headers = {}
-    if "token" in user:
-        headers["Authorization"] = f"Bearer {user['token']}"
-    else:
-        context.load_cert_chain(file(user, "client-certificate"), file(user, "client-key"))
-    return aiohttp.ClientSession(
-        base_url=cluster["server"], headers=headers, connector=aiohttp.TCPConnector(ssl=context)
-    )
-
-
-async def _record() -> None:
-    with tempfile.TemporaryDirectory() as folder:
-        async with _kube_session(Path(os.environ["KUBECONFIG"]), Path(folder)) as session:
-            recorded = {name: await run(session, case) for name, case in CASES.items()}
-    # One line a step, for diffs that read.
-    cases = [
-        f"  {orjson.dumps(name).decode()}: [\n"
-        + ",\n".join(f"    {orjson.dumps(step).decode()}" for step in steps)
-        + "\n  ]"
-        for name, steps in recorded.items()
-    ]
-    sys.stdout.write("{\n" + ",\n".join(cases) + "\n}\n")
-
-
 if __name__ == "__main__":
-    asyncio.run(_record())
+    asyncio.run(record(run, CASES))

@@ -17,9 +17,6 @@ kube-apiserver v1.36 with
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +24,8 @@ from typing import Any
 import aiohttp
 import orjson
 
-from tests.support.apply_cases import WIDGETS, _kube_session, _remove, _served
+from tests.support.apply_cases import WIDGETS, remove, served
+from tests.support.kube_recording import record
 
 Obj = dict[str, Any]
 JSON = "application/json"
@@ -345,9 +343,9 @@ def recorded() -> dict[str, list[Obj]]:
 
 async def run(session: aiohttp.ClientSession, case: Case) -> list[Obj]:
     """Send the case's requests in order; each answer reduced."""
-    await _served(session, case.collection)
+    await served(session, case.collection)
     path = f"{case.collection}/{case.name}"
-    await _remove(session, path)
+    await remove(session, path)
     results = []
     try:
         for method, content_type, body in case.steps:
@@ -359,23 +357,9 @@ async def run(session: aiohttp.ClientSession, case: Case) -> list[Obj]:
                 answer = orjson.loads(await response.read())
                 results.append(reduced(response.status, answer, case.view))
     finally:
-        await _remove(session, path)
+        await remove(session, path)
     return results
 
 
-async def _record() -> None:
-    with tempfile.TemporaryDirectory() as folder:
-        async with _kube_session(Path(os.environ["KUBECONFIG"]), Path(folder)) as session:
-            recorded = {name: await run(session, case) for name, case in CASES.items()}
-    # One line a step, for diffs that read.
-    cases = [
-        f"  {orjson.dumps(name).decode()}: [\n"
-        + ",\n".join(f"    {orjson.dumps(step).decode()}" for step in steps)
-        + "\n  ]"
-        for name, steps in recorded.items()
-    ]
-    sys.stdout.write("{\n" + ",\n".join(cases) + "\n}\n")
-
-
 if __name__ == "__main__":
-    asyncio.run(_record())
+    asyncio.run(record(run, CASES))
