@@ -143,110 +143,111 @@ KEY_RULE = (
 )
 
 
+_CONFIGMAP = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kb-cm"}}
+_BAD = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "Bad_Name"}}
+_NAME_CAUSE = f'Invalid value: \\"Bad_Name\\": {NAME_RULE}'
+_KEY_CAUSE = f'Invalid value: \\"a b\\": {KEY_RULE}'
+_INVALID_DETAILS = (
+    '{"name":"Bad_Name","kind":"ConfigMap","causes":['
+    f'{{"reason":"FieldValueInvalid","message":"{_NAME_CAUSE}","field":"metadata.name"}},'
+    f'{{"reason":"FieldValueInvalid","message":"{_KEY_CAUSE}","field":"data[a b]"}}]}}'
+)
+_INVALID_MESSAGE = (
+    f'ConfigMap "Bad_Name" is invalid: [metadata.name: Invalid value: "Bad_Name": {NAME_RULE}'
+    f', data[a b]: Invalid value: "a b": {KEY_RULE}]'
+).replace("\\\\.", "\\.")
+_NOT_ALLOWED = "the server does not allow this method on the requested resource"
+# (method, path, body, kube's bytes), recorded from kube v1.36 with kb-cm present.
+_STATUS_CASES: list[tuple[str, str, object, bytes]] = [
+    (
+        "GET",
+        f"{NS}/configmaps/missing",
+        None,
+        _status(
+            'configmaps "missing" not found',
+            "NotFound",
+            404,
+            '{"name":"missing","kind":"configmaps"}',
+        ),
+    ),
+    (
+        "GET",
+        "/apis/apps/v1/namespaces/default/deployments/nope",
+        None,
+        _status(
+            'deployments.apps "nope" not found',
+            "NotFound",
+            404,
+            '{"name":"nope","group":"apps","kind":"deployments"}',
+        ),
+    ),
+    (
+        "POST",
+        f"{NS}/configmaps",
+        _CONFIGMAP,
+        _status(
+            'configmaps "kb-cm" already exists',
+            "AlreadyExists",
+            409,
+            '{"name":"kb-cm","kind":"configmaps"}',
+        ),
+    ),
+    (
+        "POST",
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+        {"metadata": {"name": "admin"}},
+        _status(
+            'clusterroles.rbac.authorization.k8s.io "admin" already exists',
+            "AlreadyExists",
+            409,
+            '{"name":"admin","group":"rbac.authorization.k8s.io","kind":"clusterroles"}',
+        ),
+    ),
+    (
+        "POST",
+        f"{NS}/configmaps",
+        {**_BAD, "data": {"a b": "c"}},
+        _status(_INVALID_MESSAGE, "Invalid", 422, _INVALID_DETAILS),
+    ),
+    (
+        "GET",
+        f"{NS}/configmaps?labelSelector=a%3D%3D%3Db",
+        None,
+        _status(
+            "unable to parse requirement: found '=', expected: identifier",
+            "BadRequest",
+            400,
+            None,
+        ),
+    ),
+    ("PUT", f"{NS}/configmaps", _CONFIGMAP, _status(_NOT_ALLOWED, "MethodNotAllowed", 405, "{}")),
+    (
+        "POST",
+        f"{NS}/configmaps/x",
+        _CONFIGMAP,
+        _status(_NOT_ALLOWED, "MethodNotAllowed", 405, "{}"),
+    ),
+    ("DELETE", "/api/v1/namespaces", None, _status(_NOT_ALLOWED, "MethodNotAllowed", 405, "{}")),
+    ("POST", "/api/v1", {}, _status(_NOT_ALLOWED, "MethodNotAllowed", 405, "{}")),
+    ("POST", "/version", {}, _status(_NOT_ALLOWED, "MethodNotAllowed", 405, "{}")),
+    (
+        "GET",
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        None,
+        _status(_NOT_ALLOWED, "MethodNotAllowed", 405, "{}"),
+    ),
+]
+
+
 async def test_status_bodies_are_kubes_bytes(http: aiohttp.ClientSession) -> None:
-    configmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kb-cm"}}
-    async with http.post(f"{NS}/configmaps", json=configmap) as response:
+    async with http.post(f"{NS}/configmaps", json=_CONFIGMAP) as response:
         assert response.status == 201
         uid = orjson.loads(await response.read())["metadata"]["uid"]
-    bad = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "Bad_Name"}}
-    name_cause = f'Invalid value: \\"Bad_Name\\": {NAME_RULE}'
-    key_cause = f'Invalid value: \\"a b\\": {KEY_RULE}'
-    invalid_details = (
-        '{"name":"Bad_Name","kind":"ConfigMap","causes":['
-        f'{{"reason":"FieldValueInvalid","message":"{name_cause}","field":"metadata.name"}},'
-        f'{{"reason":"FieldValueInvalid","message":"{key_cause}","field":"data[a b]"}}]}}'
+    deleted = (
+        b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success","details":'
+        b'{"name":"kb-cm","kind":"configmaps","uid":"' + uid.encode() + b'"}}\n'
     )
-    invalid_message = (
-        f'ConfigMap "Bad_Name" is invalid: [metadata.name: Invalid value: "Bad_Name": {NAME_RULE}'
-        f', data[a b]: Invalid value: "a b": {KEY_RULE}]'
-    ).replace("\\\\.", "\\.")
-    not_allowed = "the server does not allow this method on the requested resource"
-    cases = [
-        (
-            "GET",
-            f"{NS}/configmaps/missing",
-            None,
-            _status(
-                'configmaps "missing" not found',
-                "NotFound",
-                404,
-                '{"name":"missing","kind":"configmaps"}',
-            ),
-        ),
-        (
-            "GET",
-            "/apis/apps/v1/namespaces/default/deployments/nope",
-            None,
-            _status(
-                'deployments.apps "nope" not found',
-                "NotFound",
-                404,
-                '{"name":"nope","group":"apps","kind":"deployments"}',
-            ),
-        ),
-        (
-            "POST",
-            f"{NS}/configmaps",
-            configmap,
-            _status(
-                'configmaps "kb-cm" already exists',
-                "AlreadyExists",
-                409,
-                '{"name":"kb-cm","kind":"configmaps"}',
-            ),
-        ),
-        (
-            "POST",
-            "/apis/rbac.authorization.k8s.io/v1/clusterroles",
-            {"metadata": {"name": "admin"}},
-            _status(
-                'clusterroles.rbac.authorization.k8s.io "admin" already exists',
-                "AlreadyExists",
-                409,
-                '{"name":"admin","group":"rbac.authorization.k8s.io","kind":"clusterroles"}',
-            ),
-        ),
-        (
-            "POST",
-            f"{NS}/configmaps",
-            {**bad, "data": {"a b": "c"}},
-            _status(invalid_message, "Invalid", 422, invalid_details),
-        ),
-        (
-            "GET",
-            f"{NS}/configmaps?labelSelector=a%3D%3D%3Db",
-            None,
-            _status(
-                "unable to parse requirement: found '=', expected: identifier",
-                "BadRequest",
-                400,
-                None,
-            ),
-        ),
-        ("PUT", f"{NS}/configmaps", configmap, _status(not_allowed, "MethodNotAllowed", 405, "{}")),
-        (
-            "POST",
-            f"{NS}/configmaps/x",
-            configmap,
-            _status(not_allowed, "MethodNotAllowed", 405, "{}"),
-        ),
-        ("DELETE", "/api/v1/namespaces", None, _status(not_allowed, "MethodNotAllowed", 405, "{}")),
-        ("POST", "/api/v1", {}, _status(not_allowed, "MethodNotAllowed", 405, "{}")),
-        ("POST", "/version", {}, _status(not_allowed, "MethodNotAllowed", 405, "{}")),
-        (
-            "GET",
-            "/apis/authentication.k8s.io/v1/selfsubjectreviews",
-            None,
-            _status(not_allowed, "MethodNotAllowed", 405, "{}"),
-        ),
-        (
-            "DELETE",
-            f"{NS}/configmaps/kb-cm",
-            None,
-            b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success","details":'
-            b'{"name":"kb-cm","kind":"configmaps","uid":"' + uid.encode() + b'"}}\n',
-        ),
-    ]
+    cases = [*_STATUS_CASES, ("DELETE", f"{NS}/configmaps/kb-cm", None, deleted)]
     for method, path, body, expected in cases:
         async with http.request(method, path, json=body) as response:
             assert await response.read() == expected, (method, path)
