@@ -3,32 +3,43 @@
 from __future__ import annotations
 
 import argparse
+import re
 
 import grpc
 from aiohttp import web
 
 from services.cacher import metrics
-from services.cacher.storage import CachedStorage
+from services.cacher.storage import UNCACHED, CachedStorage
+from services.cacher.window import fresh_seconds
 from strata import service, telemetry
 from strata.metrics_http import serve_metrics
-from strata.storage import SERVICE_NAME, GrpcStorage, StorageServicer, add_to_server
+from strata.storage import SERVICE_NAME, GrpcStorage, StorageServicer, add_to_server, key_root
 
 
-def window_sizes(text: str) -> dict[str, tuple[int, int]]:
-    """--watch-cache-sizes: "resource[.group]#lower:upper,..." -> resource root ->
-    (lower, upper) bounds of that resource's event window."""
-    sizes: dict[str, tuple[int, int]] = {}
+def uncached_roots(text: str, default: frozenset[str] = UNCACHED) -> frozenset[str]:
+    """kube's --watch-cache-sizes, "resource[.group]#size,...": a size of 0 turns
+    the resource's watch cache off, any other size turns it on (kube sizes every
+    cache itself); resources not named keep the default (events' off). The
+    resource roots whose reads go to storage."""
+    roots = set(default)
     for item in filter(None, (part.strip() for part in text.split(","))):
-        name, _, bounds = item.partition("#")
-        lower, _, upper = bounds.partition(":")
-        if not name or not lower.isdigit() or not (upper or lower).isdigit():
-            raise ValueError(f"invalid watch cache size {item!r}: use resource[.group]#lower:upper")
-        low, high = int(lower), int(upper or lower)
-        if not 0 < low <= high:
-            raise ValueError(f"invalid watch cache size {item!r}: need 0 < lower <= upper")
+        name, hash_, size = item.partition("#")
+        if not hash_ or "#" in size:
+            raise ValueError(f"invalid value of watch cache size: {item}")
+        if not re.fullmatch(r"[+-]?[0-9]+", size):  # Go's strconv.Atoi
+            raise ValueError(f"invalid size of watch cache size: {item}")
+        number = int(size)
+        if number < 0:
+            raise ValueError(f"watch cache size cannot be negative: {item}")
         resource, _, group = name.partition(".")
-        sizes[f"/{group}/{resource}/" if group else f"/{resource}/"] = (low, high)
-    return sizes
+        # events.k8s.io's events are the core events' store, in kube as here.
+        root = "/events/" if (resource, group) == ("events", "events.k8s.io") else None
+        root = root or key_root(group, resource)
+        if number == 0:
+            roots.add(root)
+        else:
+            roots.discard(root)
+    return frozenset(roots)
 
 
 def main() -> None:
@@ -54,12 +65,23 @@ def main() -> None:
         "watch-cache-sizes",
         "STRATA_WATCH_CACHE_SIZES",
         "",
-        "event window bounds per resource, resource[.group]#lower:upper,... (default 100:102400)",
+        "kube's resource[.group]#size,...: 0 turns a resource's watch cache off, any other "
+        "size on (events' is off unless named)",
+    )
+    service.flag(
+        parser,
+        "request-timeout",
+        # The gateway's variable: one setting keeps the two in step.
+        "STRATA_GATEWAY_REQUEST_TIMEOUT",
+        "60s",
+        "the gateway's --request-timeout: watch caches keep events for the longer of 75s and "
+        "this plus 15s, as kube-apiserver's",
     )
     args = parser.parse_args()
     try:
         args.bookmark_frequency = service.parse_duration(args.bookmark_frequency)
-        args.watch_cache_sizes = window_sizes(args.watch_cache_sizes)
+        args.uncached = uncached_roots(args.watch_cache_sizes)
+        args.fresh_seconds = fresh_seconds(service.parse_duration(args.request_timeout))
     except ValueError as e:
         parser.error(str(e))
     telemetry.setup("strata-cacher")
@@ -71,7 +93,8 @@ async def _run(args: argparse.Namespace) -> None:
     upstream = GrpcStorage(channel)
     cached = CachedStorage(
         upstream,
-        window_sizes=args.watch_cache_sizes,
+        fresh_seconds=args.fresh_seconds,
+        uncached=args.uncached,
         bookmark_frequency=args.bookmark_frequency,
     )
     runners: list[web.AppRunner] = []

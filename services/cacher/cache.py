@@ -9,9 +9,10 @@ that left the window).
 
 Every watch is served from the window, never from storage's history: one from
 a revision older than the window gets 410 Expired, "too old resource version:
-N (OLDEST)", as from kube's cacher. A cache starts (lists) on its resource's
-first request, as kube's do when the apiserver starts; the registry's garbage
-collector lists every served resource, so in a running system that is at start.
+N (OLDEST)", as from kube's cacher; the window is sized by kube's rules
+(window.py). A cache starts (lists) on its resource's first request, as kube's
+do when the apiserver starts; the registry's garbage collector lists every
+served resource, so in a running system that is at start.
 A watch from a revision the cache has not reached yet waits for it.
 
 Objects are kept in key order, so a namespace is a range of keys; an index by
@@ -38,7 +39,7 @@ from services.cacher.watchers import (
     WatcherGroup,
     encode,
 )
-from services.cacher.window import LOWER_BOUND, UPPER_BOUND, EventWindow
+from services.cacher.window import FRESH_SECONDS, LOWER_BOUND, EventWindow
 from strata import telemetry
 from strata.proto.storage.v1 import storage_pb2
 from strata.storage import (
@@ -83,8 +84,9 @@ class WatchCache:
         root: str,
         *,
         clock: Callable[[], float] = time.monotonic,
+        fresh_seconds: float = FRESH_SECONDS,
         window_lower: int = LOWER_BOUND,
-        window_upper: int = UPPER_BOUND,
+        window_upper: int | None = None,
         bookmark_frequency: float = BOOKMARK_FREQUENCY_SECONDS,
         progress_interval: float = PROGRESS_INTERVAL_SECONDS,
         watcher_buffer: int = DEFAULT_BUFFER,
@@ -92,9 +94,10 @@ class WatchCache:
         bookmark_ticker: bool = True,
         on_synced: Callable[[], None] | None = None,
     ) -> None:
-        """bookmark_ticker=False leaves sending bookmarks to send_due_bookmarks
-        calls (tests driving the clock); on_synced is called when the first list
-        has been stored."""
+        """fresh_seconds: the window's fresh duration; window_lower and window_upper
+        replace kube's bounds (tests only). bookmark_ticker=False leaves sending
+        bookmarks to send_due_bookmarks calls (tests driving the clock); on_synced
+        is called when the first list has been stored."""
         self._upstream = upstream
         self._watcher_buffer, self._watcher_budget = watcher_buffer, watcher_budget_seconds
         self.root = root
@@ -105,6 +108,7 @@ class WatchCache:
         self._progress_interval = progress_interval
         self.window: EventWindow[Change] = EventWindow(
             clock,
+            fresh=fresh_seconds,
             lower=window_lower,
             upper=window_upper,
             on_resize=metrics.capacity.labels(self._resource).set,

@@ -1,5 +1,11 @@
 """CachedStorage: the storage contract served from watch caches, with writes
-and the reads the cache cannot answer delegated to the storage service."""
+and the reads the cache cannot answer delegated to the storage service.
+
+As kube-apiserver, it caches every resource but those whose watch cache is
+turned off (--watch-cache-sizes resource#0; kube turns off events' by
+default): their reads and watches go to the storage service, so a watch of
+them replays etcd's history (until compaction) instead of the cache's window.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +21,7 @@ from services.cacher.cache import (
 )
 from services.cacher.decision import Op, Plan, plan
 from services.cacher.revisions import CurrentRevisions
-from services.cacher.window import LOWER_BOUND, UPPER_BOUND
+from services.cacher.window import FRESH_SECONDS
 from strata.proto.storage.v1 import storage_pb2
 from strata.storage import (
     GetOptions,
@@ -31,7 +37,11 @@ from strata.storage import (
     resource_root,
 )
 from strata.storage._requests import check_list, check_match, compile_predicate, revision
-from strata.storage._watch_stream import Sink
+from strata.storage._watch_stream import Sink, encoded, pump
+
+# kube-apiserver's DefaultWatchCacheSizes: events (core and events.k8s.io, one
+# store) are written often and watched from now, so they are not cached.
+UNCACHED = frozenset({"/events/"})
 
 
 class CachedStorage:
@@ -40,36 +50,45 @@ class CachedStorage:
         upstream: Storage,
         *,
         clock: Callable[[], float] = time.monotonic,
-        window_sizes: dict[str, tuple[int, int]] | None = None,
+        fresh_seconds: float = FRESH_SECONDS,
+        uncached: frozenset[str] = UNCACHED,
         bookmark_frequency: float = BOOKMARK_FREQUENCY_SECONDS,
         progress_interval: float = PROGRESS_INTERVAL_SECONDS,
     ) -> None:
-        """window_sizes: resource root ("/configmaps/") -> (lower, upper) bounds of
-        its event window, for resources that need other than kube's defaults."""
+        """fresh_seconds: every event window's fresh duration (window.fresh_seconds
+        of the request timeout); uncached: the resource roots ("/events/") whose
+        reads and watches go to storage, as kube's with a watch cache size of 0."""
         self._upstream = upstream
         self._clock = clock
-        self._window_sizes = window_sizes or {}
+        self._fresh_seconds = fresh_seconds
+        self._uncached = uncached
         self._bookmark_frequency = bookmark_frequency
         self._progress_interval = progress_interval
         self._caches: dict[str, WatchCache] = {}
         self._readiness_changed = asyncio.Event()
         self._revisions = CurrentRevisions(upstream.current_revision)
 
-    def cache(self, key: str) -> WatchCache:
-        """The cache of key's resource, started on first use."""
+    @staticmethod
+    def _root(key: str) -> str:
         try:
-            root = resource_root(key)
+            return resource_root(key)
         except ValueError as e:
             raise InvalidObject(key, str(e)) from None
+
+    def cached(self, key: str) -> bool:
+        """Whether key's resource is served from a cache."""
+        return self._root(key) not in self._uncached
+
+    def cache(self, key: str) -> WatchCache:
+        """The cache of key's resource, started on first use."""
+        root = self._root(key)
         cache = self._caches.get(root)
         if cache is None:
-            lower, upper = self._window_sizes.get(root, (LOWER_BOUND, UPPER_BOUND))
             cache = self._caches[root] = WatchCache(
                 self._upstream,
                 root,
                 clock=self._clock,
-                window_lower=lower,
-                window_upper=upper,
+                fresh_seconds=self._fresh_seconds,
                 bookmark_frequency=self._bookmark_frequency,
                 progress_interval=self._progress_interval,
                 on_synced=self._changed,
@@ -148,7 +167,7 @@ class CachedStorage:
         wanted = revision(key, opts.resource_version)
         check_match(key, opts.resource_version, opts.resource_version_match)
         how = plan(Op.GET, opts.resource_version, match=opts.resource_version_match)
-        cache = self.cache(key) if how is not Plan.STORAGE else None
+        cache = self.cache(key) if how is not Plan.STORAGE and self.cached(key) else None
         if cache is None or not await self._fresh(cache, how, wanted):
             return await self._upstream.get(key, opts)
         try:
@@ -167,7 +186,7 @@ class CachedStorage:
             continuing=bool(opts.continue_token),
         )
         matches = compile_predicate(prefix, opts.predicate)
-        cache = self.cache(prefix) if how is not Plan.STORAGE else None
+        cache = self.cache(prefix) if how is not Plan.STORAGE and self.cached(prefix) else None
         wanted = revision(prefix, opts.resource_version)
         if cache is None or not await self._fresh(cache, how, wanted):
             return await self._upstream.list(prefix, opts)
@@ -189,6 +208,10 @@ class CachedStorage:
     ) -> AsyncGenerator[bytes, None]:
         """The watch as encoded WatchEvents, each encoded once for all watchers."""
         matches = compile_predicate(key, opts.predicate)
+        if not self.cached(key):
+            async for data in encoded(self._upstream.watch(key, opts)):
+                yield data
+            return
         cache, since = await self._watch_cache(key, opts)
         async for data in cache.watch(key, since, opts, matches):
             yield data
@@ -197,6 +220,9 @@ class CachedStorage:
         """The watch's encoded events put into sink straight from the cache's
         dispatch (Storage/WatchStream); returns when the watch ends."""
         matches = compile_predicate(key, opts.predicate)
+        if not self.cached(key):
+            await pump(encoded(self._upstream.watch(key, opts)), sink)
+            return
         cache, since = await self._watch_cache(key, opts)
         await cache.watch_into(key, since, opts, matches, sink)
 

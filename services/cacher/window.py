@@ -1,19 +1,32 @@
 """EventWindow: the recent events of one resource, from which a watch at a
-resourceVersion is replayed, sized the way kube's watch cache sizes itself.
+resourceVersion is replayed, sized by kube v1.36's watch cache rules (its
+watchCacheHistory).
 
-The capacity starts at the lower bound and doubles (up to the upper bound)
-whenever the window is full of events younger than the fresh duration, so
-75s of history survive bursts; it halves (down to the lower bound) when even
-the newest quarter of a full window is older than that, so an idle resource
-gives its memory back. A watch from a revision older than the window gets 410
-Expired with kube's message, "too old resource version: N (OLDEST)", where
-OLDEST is the oldest revision a watch may start from: the list's revision
-while no event has left, else the revision just before the oldest event held
-(kube's getAllEventsSinceLocked).
+Each event is recorded with the time it arrived. Only an arriving event
+resizes the window, and only a full one:
+- it doubles (up to the upper bound) when even its oldest event is younger
+  than the fresh duration, so a burst keeps at least that much history;
+- it halves (down to the lower bound, 100) when the event a quarter of the
+  capacity back from the newest is older than the fresh duration, so an idle
+  resource gives its memory back; a window at the lower bound stays.
+Then, if still full, the oldest event leaves to make room.
+
+The fresh duration is kube's EventsHistoryWindow: 75s, or the request timeout
+plus 15s when that is longer (kube-apiserver derives it from --request-timeout
+so that a list taking up to the request timeout can still be followed by a
+watch from its revision), never below 75s. The upper bound is 102400 events
+for 75s, scaled to a longer fresh duration by the next power of two of the
+ratio (kube's capacityUpperBound).
+
+A watch from a revision older than the window gets 410 Expired with kube's
+message, "too old resource version: N (OLDEST)", where OLDEST is the oldest
+revision a watch may start from: the list's revision while no event has left,
+else the revision just before the oldest event held (kube's GetIntervalLocked).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -21,10 +34,34 @@ from typing import Generic, TypeVar
 from strata.storage import Expired
 
 LOWER_BOUND = 100
+# kube's defaultUpperBoundCapacity: the upper bound for the default fresh duration.
 UPPER_BOUND = 100 * 1024
+# kube's DefaultEventFreshDuration (the bookmark frequency, 1m, plus 15s): the
+# shortest fresh duration kube's cacher accepts.
 FRESH_SECONDS = 75.0
+# kube-apiserver's default --request-timeout.
+REQUEST_TIMEOUT_SECONDS = 60.0
+# The upper bound stays a 32-bit integer, as kube's does: 102400 << 14.
+_MAX_EXPONENT = math.floor(math.log2((2**31 - 1) // UPPER_BOUND))
 
 E = TypeVar("E")
+
+
+def fresh_seconds(request_timeout_seconds: float = REQUEST_TIMEOUT_SECONDS) -> float:
+    """kube-apiserver's EventsHistoryWindow for a --request-timeout: the longer of
+    75s and the request timeout plus 15s (75s when the timeout is 0)."""
+    if request_timeout_seconds <= 0:
+        return FRESH_SECONDS
+    return max(FRESH_SECONDS, request_timeout_seconds + 15)
+
+
+def upper_bound(fresh: float) -> int:
+    """kube's capacityUpperBound: 102400 for up to 75s of history, doubled for each
+    power of two the fresh duration's ratio to 75s is rounded up to."""
+    if fresh <= FRESH_SECONDS:
+        return UPPER_BOUND
+    exponent = math.ceil(math.log2(fresh / FRESH_SECONDS))
+    return UPPER_BOUND << min(exponent, _MAX_EXPONENT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,15 +76,21 @@ class EventWindow(Generic[E]):
         self,
         clock: Callable[[], float],
         *,
+        fresh: float = FRESH_SECONDS,
         lower: int = LOWER_BOUND,
-        upper: int = UPPER_BOUND,
-        fresh_seconds: float = FRESH_SECONDS,
+        upper: int | None = None,
         on_resize: Callable[[int], None] = lambda _: None,
     ) -> None:
+        """fresh: the fresh duration in seconds (kube refuses one below 75s);
+        upper: the upper bound, upper_bound(fresh) unless given (lower and upper
+        are kube's fixed bounds, given here only by tests)."""
+        if fresh < FRESH_SECONDS:
+            raise ValueError(f"events history window ({fresh:g}s) must not be below 75s")
+        upper = upper_bound(fresh) if upper is None else upper
         if not 0 < lower <= upper:
             raise ValueError(f"window bounds must satisfy 0 < lower <= upper: {lower}, {upper}")
         self._clock = clock
-        self._lower, self._upper, self._fresh = lower, upper, fresh_seconds
+        self.fresh, self.lower, self.upper = fresh, lower, upper
         self._on_resize = on_resize
         self.capacity = lower
         # A ring: entries live at [start % capacity, end % capacity).
@@ -66,7 +109,8 @@ class EventWindow(Generic[E]):
         return entry
 
     def reset(self, list_revision: int) -> None:
-        """Start over after a (re)list at list_revision: nothing to replay yet."""
+        """Start over after a (re)list at list_revision: nothing to replay yet. The
+        capacity stays what it was, as kube's does."""
         self._ring = [None] * self.capacity
         self._start = self._end
         self._list_revision = list_revision
@@ -83,12 +127,13 @@ class EventWindow(Generic[E]):
         self._end += 1
 
     def _resize(self, now: float) -> None:
+        """kube's resizeCacheLocked, at an event arriving at now."""
         if len(self) < self.capacity:
             return
-        if now - self._at(self._start).recorded < self._fresh:
-            wanted = min(self.capacity * 2, self._upper)
-        elif now - self._at(self._end - self.capacity // 4).recorded > self._fresh:
-            wanted = max(self.capacity // 2, self._lower)
+        if now - self._at(self._start).recorded < self.fresh:
+            wanted = min(self.capacity * 2, self.upper)
+        elif now - self._at(self._end - self.capacity // 4).recorded > self.fresh:
+            wanted = max(self.capacity // 2, self.lower)
         else:
             return
         if wanted == self.capacity:

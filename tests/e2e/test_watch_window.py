@@ -13,7 +13,11 @@ gateway, as kube-apiserver v1.36 answers them (asked with
 - not reached yet: 200 at once, then the events after it when they come (a
   far-off one with timeoutSeconds=4 ends after 4s with none);
 - a watch-list (sendInitialEvents) from a revision not reached: after 3s, an
-  ERROR event with 504 Timeout and retryAfterSeconds 1.
+  ERROR event with 504 Timeout and retryAfterSeconds 1;
+- the window's size (podtemplates, which nothing else writes: 200 created in
+  2s, then one more 80s later, default --request-timeout): 200 after the
+  burst, then shrunk to 100, so the 100th created's revision is "too old
+  resource version: 308 (309)" and the 101st's replays the last 100 events.
 """
 
 from __future__ import annotations
@@ -176,6 +180,70 @@ async def test_a_watch_list_from_a_revision_not_reached_yet_times_out(
     assert (status["code"], status["reason"]) == (504, "Timeout")
     assert status["details"]["retryAfterSeconds"] == 1
     assert f"Too large resource version: {future}, current: " in status["message"]
+
+
+async def established_crd(http: aiohttp.ClientSession) -> str:
+    """The path of a new custom resource's objects in a new namespace: a resource
+    of its own, whose cache and window nothing else touches."""
+    group = f"w{uuid.uuid4().hex[:8]}.example.com"
+    crd = {
+        "metadata": {"name": f"gadgets.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": "gadgets", "kind": "Gadget"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": {"type": "object"}},
+                }
+            ],
+        },
+    }
+    crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    async with http.post(crds, json=crd) as response:
+        assert response.status == 201, await response.text()
+    ns = await namespace(http)
+    path = f"/apis/{group}/v1/namespaces/{ns}/gadgets"
+    async with asyncio.timeout(15):
+        while True:
+            async with http.get(path) as response:
+                if response.status == 200:
+                    return path
+            await asyncio.sleep(0.1)
+
+
+@pytest.mark.timeout(300)
+async def test_an_idle_full_window_halves_after_75_seconds_as_kubes(
+    http: aiohttp.ClientSession,
+) -> None:
+    path = await established_crd(http)
+    body = {"apiVersion": path.split("/")[2] + "/v1", "kind": "Gadget"}
+    revisions = []
+    for i in range(200):
+        async with http.post(path, json={**body, "metadata": {"name": f"g{i}"}}) as response:
+            assert response.status == 201, await response.text()
+            revisions.append(int((await response.json())["metadata"]["resourceVersion"]))
+    # A window of 200 (it grew at the 101st): everything since the first replays.
+    code, events = await lines(
+        http, f"{path}?watch=1&resourceVersion={revisions[0]}&timeoutSeconds=1"
+    )
+    assert code == 200 and len(events) == 199
+    await asyncio.sleep(80)  # longer than the fresh duration, 75s
+    async with http.post(path, json={**body, "metadata": {"name": "last"}}) as response:
+        assert response.status == 201, await response.text()
+        revisions.append(int((await response.json())["metadata"]["resourceVersion"]))
+    # The newest quarter was stale: halved to the newest 100, then one left.
+    assert await expired(http, f"{path}?watch=1&resourceVersion={revisions[99]}") == (
+        revisions[101] - 1
+    )
+    code, events = await lines(
+        http, f"{path}?watch=1&resourceVersion={revisions[100]}&timeoutSeconds=1"
+    )
+    assert code == 200
+    assert [int(e["object"]["metadata"]["resourceVersion"]) for e in events] == revisions[101:]
 
 
 async def test_strata_client_watch_raises_expired(system: System) -> None:
