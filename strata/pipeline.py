@@ -4,7 +4,8 @@ caller by id. In Python gRPC a unary call costs hundreds of microseconds a
 side (measured at 16 callers: ~300 µs client and ~650 µs server per call,
 against ~40 and ~90 µs pipelined), more than most calls' work; a message on an
 open stream costs tens. The storage and registry APIs both have a Pipeline
-method, served by `serve` and called through `PipelineClient`.
+method, served by a `Dispatcher` (over `serve`) and called through
+`PipelineClient`.
 
 A stream that breaks fails every call still waiting on it (a write among them
 may or may not have been applied, exactly as with a unary call whose
@@ -16,13 +17,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
-from typing import Any, Generic, Protocol, TypeVar
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+)
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 import grpc
 from opentelemetry import trace
 
-from strata import telemetry
+from strata import protowire, telemetry
 
 # Messages gathered into one batch, at most (one larger message goes alone).
 BATCH_BYTES = 4 * 1024 * 1024
@@ -48,6 +57,7 @@ M = TypeVar("M")
 T = TypeVar("T")
 C = TypeVar("C", bound=TracedCall)
 R = TypeVar("R", bound=Identified)
+E = TypeVar("E", bound=Exception)
 Answer = TypeVar("Answer")
 
 
@@ -77,7 +87,7 @@ async def serve(
     calls: AsyncIterator[Iterable[M]],
     execute: Callable[[M], Awaitable[Answer]],
     size_of: Callable[[Answer], int],
-) -> AsyncIterator[list[Answer]]:
+) -> AsyncGenerator[list[Answer], None]:
     """The server side: every call of every batch run concurrently, and their
     answers (execute must answer every call, failures included) in batches as
     they finish. The stream's end waits for the calls still running."""
@@ -132,6 +142,92 @@ async def _in_server_span(
 ) -> T:
     with telemetry.server_span(tracer, name, traceparent):
         return await work
+
+
+class Serializable(Protocol):
+    def SerializeToString(self) -> bytes: ...
+
+
+def serialized(answer: Serializable) -> bytes:
+    """An answer that is a protobuf message, as its bytes (an Operation's default)."""
+    return answer.SerializeToString()
+
+
+class Operation(NamedTuple):
+    """What one kind of pipelined call runs: method is its unary RPC's name, run
+    the work given the call's request (the same the unary RPC runs), field the
+    Result field its answer goes in, and encode the answer's bytes there."""
+
+    method: str
+    run: Callable[[Any], Awaitable[Any]]
+    field: str
+    encode: Callable[[Any], protowire.Encoded] = serialized
+
+
+class Dispatcher(Generic[E]):
+    """The server side of a Pipeline method, for a servicer whose pipelined
+    calls run the operations its unary RPCs run: every Call's request goes to
+    the operation of its kind (the name of the Call's `request` oneof field set),
+    inside the caller's trace when it brought one, and its answer or failure
+    comes back as Result wire bytes written by `results`.
+
+    Every call is answered, or its caller would wait forever: an error of type
+    `refused` (the service's own way of refusing a call) as `failure` writes it,
+    any other exception, a bug, as `unexpected` writes it from the call's
+    request and a description, and a Call without a request as `empty`."""
+
+    def __init__(
+        self,
+        service_name: str,
+        operations: Mapping[str, Operation],
+        results: protowire.ResultWriter,
+        *,
+        refused: type[E],
+        failure: Callable[[E], bytes],
+        unexpected: Callable[[Any, str], bytes],
+        empty: bytes,
+        tracer: trace.Tracer,
+        log: Any,
+    ) -> None:
+        # Each kind's full method name (its span's), made once, with its operation.
+        self._operations = {
+            kind: (f"{service_name}/{operation.method}", operation)
+            for kind, operation in operations.items()
+        }
+        self._results = results
+        self._refused = refused
+        self._failure, self._unexpected, self._empty = failure, unexpected, empty
+        self._tracer, self._log = tracer, log
+
+    async def stream(self, request_iterator: AsyncIterator[Any]) -> AsyncGenerator[bytes, None]:
+        """The Pipeline method's responses as wire bytes (a repeated Result
+        each): request_iterator yields messages with a `calls` field. The
+        servicer's Pipeline must itself be an async generator (grpc.aio runs any
+        other streaming handler as a sync one, in a thread), yielding these."""
+        calls = (message.calls async for message in request_iterator)
+        batches = serve(calls, self.execute, protowire.size_of)
+        try:
+            async for batch in batches:
+                yield protowire.repeated(batch)
+        finally:
+            await batches.aclose()
+
+    async def execute(self, call: Any) -> protowire.Encoded:
+        """One Call's Result as wire bytes (in pieces for a list)."""
+        kind = call.WhichOneof("request")
+        if kind is None:
+            return self._results(call.id, "failure", self._empty)
+        name, operation = self._operations[kind]
+        request = getattr(call, kind)
+        try:
+            answer = await continued(self._tracer, name, call.traceparent, operation.run(request))
+        except self._refused as e:
+            return self._results(call.id, "failure", self._failure(e))
+        except Exception as e:  # a bug must still answer, or the caller waits forever
+            self._log.exception("pipelined call failed", method=operation.method)
+            failure = self._unexpected(request, f"{type(e).__name__}: {e}")
+            return self._results(call.id, "failure", failure)
+        return self._results(call.id, operation.field, operation.encode(answer))
 
 
 class _Stream(Generic[C, R]):

@@ -52,12 +52,12 @@ from strata.storage import (
     TooLargeResourceVersion,
     Unavailable,
     WatchOptions,
+    continuation,
     resource_of,
 )
-from strata.storage import _continue as continuation
-from strata.storage import _wire_bytes as wire
-from strata.storage._requests import Matcher, ends_initial_events, sends_initial_state
-from strata.storage._watch_stream import Sink
+from strata.storage import wire_bytes as wire
+from strata.storage.requests import Matcher, ends_initial_events, sends_initial_state
+from strata.storage.watch_stream import Sink
 
 Event = storage_pb2.WatchEvent
 Object = storage_pb2.Object

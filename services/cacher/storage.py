@@ -36,8 +36,8 @@ from strata.storage import (
     WatchOptions,
     resource_root,
 )
-from strata.storage._requests import check_list, check_match, compile_predicate, revision
-from strata.storage._watch_stream import Sink, encoded, pump
+from strata.storage.requests import check_list, check_match, compile_predicate, revision
+from strata.storage.watch_stream import Sink, encoded, pump
 
 # kube-apiserver's DefaultWatchCacheSizes: events (core and events.k8s.io, one
 # store) are written often and watched from now, so they are not cached.

@@ -26,8 +26,8 @@ from typing import NamedTuple
 import orjson
 
 from strata.proto.storage.v1 import storage_pb2
-from strata.storage._requests import Matcher, seen_as
-from strata.storage._watch_stream import Outbox, Sink, WatchSink
+from strata.storage.requests import Matcher, seen_as
+from strata.storage.watch_stream import Outbox, Sink, WatchSink
 
 Event = storage_pb2.WatchEvent
 Object = storage_pb2.Object

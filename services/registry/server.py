@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import grpc
 import orjson
@@ -16,6 +16,7 @@ from services.registry.watches import Opened, Route, serve_watches
 from strata import pipeline, protowire, service, telemetry
 from strata.api.errors import StatusError
 from strata.api.wire import REGISTRY_SERVICE_NAME, abort_with_status, failure
+from strata.pipeline import Operation
 from strata.proto.registry.v1 import registry_pb2, registry_pb2_grpc
 from strata.storage import GrpcStorage, Preconditions
 
@@ -114,6 +115,21 @@ def _list_bytes(page: Page) -> protowire.Pieces:
     )
 
 
+def _failure_bytes(error: StatusError) -> bytes:
+    return failure(error).SerializeToString()
+
+
+def _unexpected(request: object, description: str) -> bytes:
+    """A bug's failure, as its unary RPC would have ended: UNKNOWN."""
+    unknown = registry_pb2.Failure(code=grpc.StatusCode.UNKNOWN.value[0], details=description)
+    return unknown.SerializeToString()
+
+
+_EMPTY_CALL = registry_pb2.Failure(
+    code=grpc.StatusCode.INVALID_ARGUMENT.value[0], details="empty call"
+).SerializeToString()
+
+
 def _send_initial_events(options: registry_pb2.ListOptions) -> bool | None:
     """sendInitialEvents as the request gave it, or None when it did not."""
     if options.HasField("send_initial_events"):
@@ -125,15 +141,26 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
     def __init__(self, served: ServedStores, storage: GrpcStorage) -> None:
         self._storage = storage
         self._served = served
-        # Pipelined call kind -> (method name, the call, Result field).
-        self._operations: dict[str, tuple[str, Callable[[Any], Awaitable[Any]], str]] = {
-            "create": ("Create", self._create, "object"),
-            "get": ("Get", self._get, "object"),
-            "list": ("List", self._list, "list"),
-            "update": ("Update", self._update, "object"),
-            "delete": ("Delete", self._delete, "object"),
-            "delete_collection": ("DeleteCollection", self._delete_collection, "list"),
-        }
+        self._pipeline = pipeline.Dispatcher(
+            REGISTRY_SERVICE_NAME,
+            {  # pipelined call kind -> its operation
+                "create": Operation("Create", self._create, "object"),
+                "get": Operation("Get", self._get, "object"),
+                "list": Operation("List", self._list, "list", _list_bytes),
+                "update": Operation("Update", self._update, "object"),
+                "delete": Operation("Delete", self._delete, "object"),
+                "delete_collection": Operation(
+                    "DeleteCollection", self._delete_collection, "list", _list_bytes
+                ),
+            },
+            _result,
+            refused=StatusError,
+            failure=_failure_bytes,
+            unexpected=_unexpected,
+            empty=_EMPTY_CALL,
+            tracer=_tracer,
+            log=_log,
+        )
 
     async def _store(self, ref: registry_pb2.ResourceRef) -> Store:
         return await self._served.lookup(ref.group, ref.version, ref.resource)
@@ -285,34 +312,12 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
     async def Pipeline(  # type: ignore[override]  # yields Results as bytes: see add_to_server
         self, request_iterator: AsyncIterator[registry_pb2.Calls], context: Context
     ) -> AsyncIterator[bytes]:
-        calls = (message.calls async for message in request_iterator)
-        async for batch in pipeline.serve(calls, self._execute, protowire.size_of):
-            yield protowire.repeated(batch)
-
-    async def _execute(self, call: registry_pb2.Call) -> protowire.Encoded:
-        """One pipelined call's Result as wire bytes (in pieces for a list); a
-        failure as its unary RPC would have ended."""
-        kind = call.WhichOneof("request")
-        if kind is None:
-            empty = registry_pb2.Failure(
-                code=grpc.StatusCode.INVALID_ARGUMENT.value[0], details="empty call"
-            )
-            return _result(call.id, "failure", empty.SerializeToString())
-        method, operation, field = self._operations[kind]
+        results = self._pipeline.stream(request_iterator)
         try:
-            name = f"{REGISTRY_SERVICE_NAME}/{method}"
-            work = operation(getattr(call, kind))
-            answer = await pipeline.continued(_tracer, name, call.traceparent, work)
-        except StatusError as e:
-            return _result(call.id, "failure", failure(e).SerializeToString())
-        except Exception as e:  # a bug must still answer, or the caller waits forever
-            _log.exception("pipelined call failed", method=method)
-            unexpected = registry_pb2.Failure(
-                code=grpc.StatusCode.UNKNOWN.value[0], details=f"{type(e).__name__}: {e}"
-            )
-            return _result(call.id, "failure", unexpected.SerializeToString())
-        payload = _list_bytes(answer) if field == "list" else answer.SerializeToString()
-        return _result(call.id, field, payload)
+            async for message in results:
+                yield message
+        finally:
+            await results.aclose()
 
     async def _watch_target(self, request: registry_pb2.WatchRequest) -> Opened:
         """Where a watch goes; raises the Status that refuses it."""

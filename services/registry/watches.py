@@ -18,9 +18,13 @@ from strata import telemetry
 from strata.api.errors import StatusError
 from strata.proto.registry.v1 import registry_pb2
 from strata.proto.storage.v1 import storage_pb2
-from strata.storage import GrpcStorage, StorageError, WatchOptions
-from strata.storage._client import WatchStreamCall
-from strata.storage._wire import from_failure
+from strata.storage import (
+    GrpcStorage,
+    StorageError,
+    WatchOptions,
+    WatchStreamCall,
+    from_failure,
+)
 
 Frame = registry_pb2.WatchFrame
 log = telemetry.get_logger("strata.registry.watches")

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from services.storage.encryption import Transformers
-from services.storage.encryption._transformer import UnreadableValue
+from services.storage.encryption import Transformers, UnreadableValue
 from strata.etcd import Etcd, prefix_end
 from strata.proto.etcd.etcdserverpb import rpc_pb2
 

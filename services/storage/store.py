@@ -17,8 +17,7 @@ from collections.abc import AsyncGenerator, Callable
 import grpc
 
 from services.storage import metrics, objects
-from services.storage.encryption import Transformers
-from services.storage.encryption._transformer import UnreadableValue
+from services.storage.encryption import Transformers, UnreadableValue
 from services.storage.leases import LeaseManager
 from services.storage.reads import PointReads
 from strata.etcd import Etcd, prefix_end
@@ -41,9 +40,9 @@ from strata.storage import (
     Unavailable,
     WatchOptions,
     check_preconditions,
+    continuation,
 )
-from strata.storage import _continue as continuation
-from strata.storage._requests import (
+from strata.storage.requests import (
     Matcher,
     check_list,
     check_match,

@@ -48,7 +48,7 @@ from strata.client._indexer import (
 from strata.client._informer import EventHandler, SharedIndexInformer, SharedInformerFactory
 from strata.client._reflector import ListerWatcher, Reflector
 from strata.client._registry import RegistryResourceClient
-from strata.client._rest import RestClient
+from strata.client._rest import RestClient, parse_warnings
 from strata.client._workqueue import (
     BucketRateLimiter,
     DelayingQueue,
@@ -112,4 +112,5 @@ __all__ = [
     "load_config",
     "load_kubeconfig",
     "object_key",
+    "parse_warnings",
 ]

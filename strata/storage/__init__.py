@@ -1,7 +1,16 @@
 """The storage contract: Protocol, options, typed errors, the gRPC client
-adapter and guaranteed_update."""
+adapter and guaranteed_update.
 
-from strata.storage._client import GrpcStorage
+What every implementation of the contract shares (the storage service and the
+cacher) is public here too, so no service reaches into a private module:
+`requests` (the checks every implementation makes on a read, and compiled
+predicates), `watch_stream` (Storage/WatchStream served for any
+implementation), `continuation` (kube's list continue tokens), `wire_bytes`
+(Pipeline results and watch frames written as wire bytes), and the typed
+errors as they cross the wire (`abort`, `restore`, `from_failure`).
+"""
+
+from strata.storage._client import GrpcStorage, WatchStreamCall
 from strata.storage._errors import (
     Conflict,
     CorruptObject,
@@ -31,7 +40,7 @@ from strata.storage._interface import (
 from strata.storage._keys import key_root, resource_of, resource_root
 from strata.storage._server import StorageServicer, add_to_server
 from strata.storage._update import check_preconditions, guaranteed_update
-from strata.storage._wire import SERVICE_NAME, abort, restore
+from strata.storage._wire import SERVICE_NAME, abort, from_failure, restore
 
 __all__ = [
     "EXACT",
@@ -59,9 +68,11 @@ __all__ = [
     "Unavailable",
     "WatchEvent",
     "WatchOptions",
+    "WatchStreamCall",
     "abort",
     "add_to_server",
     "check_preconditions",
+    "from_failure",
     "guaranteed_update",
     "key_root",
     "resource_of",

@@ -9,14 +9,15 @@ results back in batches as they finish.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import grpc
 
-from strata import pipeline, protowire, service, telemetry
+from strata import pipeline, service, telemetry
+from strata.pipeline import Operation
 from strata.proto.storage.v1 import storage_pb2, storage_pb2_grpc
-from strata.storage import _wire_bytes as wire
+from strata.storage import wire_bytes as wire
 from strata.storage._errors import StorageError
 from strata.storage._interface import (
     GetOptions,
@@ -27,8 +28,8 @@ from strata.storage._interface import (
     Storage,
     WatchOptions,
 )
-from strata.storage._watch_stream import Sink, encoded, pump, serve_watch_stream
 from strata.storage._wire import SERVICE_NAME, abort, failure
+from strata.storage.watch_stream import Sink, encoded, pump, serve_watch_stream
 
 Context = grpc.aio.ServicerContext[object, object]
 T = TypeVar("T")
@@ -43,6 +44,18 @@ async def _answer(context: Context, call: Awaitable[T]) -> T:
     except StorageError as e:
         await abort(context, e)
         raise
+
+
+def _failure_bytes(error: StorageError) -> bytes:
+    return failure(error).SerializeToString()
+
+
+def _unexpected(request: Any, description: str) -> bytes:
+    """A bug's failure, as the storage error of the call's key."""
+    return _failure_bytes(StorageError(getattr(request, "key", ""), description))
+
+
+_EMPTY_CALL = storage_pb2.Failure(error="InvalidRequest", message="empty call").SerializeToString()
 
 
 def _predicate(message: storage_pb2.Predicate) -> Predicate:
@@ -85,22 +98,32 @@ def _watch_options(request: storage_pb2.WatchRequest) -> WatchOptions:
 class StorageServicer(storage_pb2_grpc.StorageServicer):
     def __init__(self, storage: Storage) -> None:
         self._storage = storage
-        # Pipelined call kind -> (method name, operation, result field).
-        self._operations: dict[str, tuple[str, Callable[[Any], Awaitable[Any]], str]] = {
-            "create": ("Create", self._create, "object"),
-            "get": ("Get", self._get, "object"),
-            "list": ("List", self._list_result, "list"),
-            "update": ("Update", self._update, "object"),
-            "delete": ("Delete", self._delete, "object"),
-            "current_revision": ("CurrentRevision", self._current_revision, "current_revision"),
-            "count": ("Count", self._count, "count"),
-            "compact": ("Compact", self._compact, "compact"),
-            "request_progress": (
-                "RequestProgress",
-                self._request_progress,
-                "request_progress",
-            ),
-        }
+        list_result = Operation("List", self._list_result, "list", wire.list_response)
+        self._pipeline = pipeline.Dispatcher(
+            SERVICE_NAME,
+            {  # pipelined call kind -> its operation
+                "create": Operation("Create", self._create, "object"),
+                "get": Operation("Get", self._get, "object"),
+                "list": list_result,
+                "update": Operation("Update", self._update, "object"),
+                "delete": Operation("Delete", self._delete, "object"),
+                "current_revision": Operation(
+                    "CurrentRevision", self._current_revision, "current_revision"
+                ),
+                "count": Operation("Count", self._count, "count"),
+                "compact": Operation("Compact", self._compact, "compact"),
+                "request_progress": Operation(
+                    "RequestProgress", self._request_progress, "request_progress"
+                ),
+            },
+            wire.result,
+            refused=StorageError,
+            failure=_failure_bytes,
+            unexpected=_unexpected,
+            empty=_EMPTY_CALL,
+            tracer=_tracer,
+            log=_log,
+        )
 
     # --- the operations ----------------------------------------------------------
     # Those that only pass a request on return the storage's own coroutine: one
@@ -256,33 +279,15 @@ class StorageServicer(storage_pb2_grpc.StorageServicer):
 
     # --- the pipeline ------------------------------------------------------------
 
-    async def _execute(self, call: storage_pb2.Call) -> protowire.Encoded:
-        """The Result of one pipelined call, as wire bytes (in pieces for a list)."""
-        kind = call.WhichOneof("request")
-        if kind is None:
-            empty = storage_pb2.Failure(error="InvalidRequest", message="empty call")
-            return wire.result(call.id, "failure", empty.SerializeToString())
-        method, operation, field = self._operations[kind]
-        request = getattr(call, kind)
-        try:
-            name = f"{SERVICE_NAME}/{method}"
-            answer = await pipeline.continued(_tracer, name, call.traceparent, operation(request))
-        except StorageError as e:
-            return wire.result(call.id, "failure", failure(e).SerializeToString())
-        except Exception as e:  # a bug must still answer, or the caller waits forever
-            _log.exception("pipelined call failed", method=method)
-            unexpected = StorageError(getattr(request, "key", ""), f"{type(e).__name__}: {e}")
-            return wire.result(call.id, "failure", failure(unexpected).SerializeToString())
-        payload = wire.list_response(answer) if field == "list" else answer.SerializeToString()
-        return wire.result(call.id, field, payload)
-
     async def Pipeline(  # type: ignore[override]  # yields Results as bytes: see add_to_server
         self, request_iterator: AsyncIterator[storage_pb2.Calls], context: Context
     ) -> AsyncIterator[bytes]:
-        """Yields Results as wire bytes (see add_to_server for the serializer)."""
-        calls = (message.calls async for message in request_iterator)
-        async for batch in pipeline.serve(calls, self._execute, protowire.size_of):
-            yield protowire.repeated(batch)
+        results = self._pipeline.stream(request_iterator)
+        try:
+            async for message in results:
+                yield message
+        finally:
+            await results.aclose()
 
 
 def add_to_server(servicer: StorageServicer, server: grpc.aio.Server) -> None:

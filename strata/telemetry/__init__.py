@@ -10,7 +10,7 @@ gets one manual span per call instead (see strata.etcd).
 """
 
 from strata.telemetry._grpc import server_interceptors, traced_channel
-from strata.telemetry._logging import get_logger
+from strata.telemetry._logging import configure_logging, get_logger
 from strata.telemetry._propagation import (
     client_span,
     outside_traces,
@@ -22,6 +22,7 @@ from strata.telemetry._setup import setup, shutdown, tracer
 
 __all__ = [
     "client_span",
+    "configure_logging",
     "get_logger",
     "outside_traces",
     "sampled",

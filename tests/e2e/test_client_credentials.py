@@ -18,8 +18,7 @@ import pytest
 import yaml
 
 from services.gateway.pki import issue_client_certificate
-from strata.client import RestClient, Unauthorized, in_cluster, load_kubeconfig
-from strata.client._config import Config
+from strata.client import Config, RestClient, Unauthorized, in_cluster, load_kubeconfig
 from strata.dev import System
 
 TOKENS = """\

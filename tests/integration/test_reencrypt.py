@@ -8,8 +8,14 @@ import os
 
 import orjson
 
-from services.storage.encryption import AESCBC, AESGCM, Identity, Transformers
-from services.storage.encryption._config import ResourcePattern, Rule
+from services.storage.encryption import (
+    AESCBC,
+    AESGCM,
+    Identity,
+    ResourcePattern,
+    Rule,
+    Transformers,
+)
 from services.storage.reencrypt import reencrypt
 from services.storage.store import EtcdStorage
 from strata.etcd import Etcd

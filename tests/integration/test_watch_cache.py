@@ -29,9 +29,9 @@ from strata.storage import (
     StorageServicer,
     WatchOptions,
     add_to_server,
+    watch_stream,
 )
-from strata.storage import _watch_stream as watch_stream
-from strata.storage._requests import compile_predicate
+from strata.storage.requests import compile_predicate
 
 Event = storage_pb2.WatchEvent
 EVERYTHING = compile_predicate("/", Predicate())

@@ -13,8 +13,7 @@ import orjson
 import pytest
 
 from strata.proto.storage.v1 import storage_pb2
-from strata.storage import GrpcStorage, ListOptions, Predicate, WatchOptions
-from strata.storage._client import WatchStreamCall
+from strata.storage import GrpcStorage, ListOptions, Predicate, WatchOptions, WatchStreamCall
 
 Frame = storage_pb2.WatchFrame
 

@@ -25,8 +25,8 @@ from strata.client import (
     in_cluster,
     load_config,
     load_kubeconfig,
+    parse_warnings,
 )
-from strata.client._rest import parse_warnings
 
 
 def kubeconfig(path: Path, **overrides: Any) -> Path:

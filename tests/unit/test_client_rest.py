@@ -10,8 +10,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from strata.client import InternalError, RestClient, TooManyRequests
-from strata.client._config import Config
+from strata.client import Config, InternalError, RestClient, TooManyRequests
 
 STATUS = '{{"kind": "Status", "code": {code}, "reason": "{reason}", "message": "m"}}'
 

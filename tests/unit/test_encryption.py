@@ -14,9 +14,9 @@ from services.storage.encryption import (
     Identity,
     Secretbox,
     Transformers,
+    UnreadableValue,
     parse_config,
 )
-from services.storage.encryption._transformer import UnreadableValue
 from tests.support import kube_format
 
 KEY = bytes(range(32))

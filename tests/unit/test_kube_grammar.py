@@ -16,8 +16,7 @@ from services.registry.resources import BUILT_IN, Resource
 from strata.api import base64data, errors, gojson
 from strata.api.errors import StatusError
 from strata.api.selectors import parse_field_selector, parse_label_selector
-from strata.storage import InvalidRequest
-from strata.storage import _continue as continuation
+from strata.storage import InvalidRequest, continuation
 
 FIELDS = frozenset({"metadata.name", "metadata.namespace"})
 # kube's words for a bad label key's name part and a bad label value.

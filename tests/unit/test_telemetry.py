@@ -10,7 +10,7 @@ import pytest
 import structlog
 from opentelemetry.sdk.trace import TracerProvider
 
-from strata.telemetry._logging import configure_logging, get_logger
+from strata.telemetry import configure_logging, get_logger
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 
 from strata import protowire
 from strata.proto.storage.v1 import storage_pb2
-from strata.storage._watch_stream import (
+from strata.storage.watch_stream import (
     BEHIND_PER_WATCH,
     Entry,
     Item,

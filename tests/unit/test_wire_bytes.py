@@ -10,7 +10,7 @@ from strata import protowire
 from strata.proto.registry.v1 import registry_pb2
 from strata.proto.storage.v1 import storage_pb2
 from strata.storage import ListResult
-from strata.storage import _wire_bytes as wire
+from strata.storage import wire_bytes as wire
 
 
 def _objects(count: int) -> list[storage_pb2.Object]:

@@ -7,7 +7,13 @@ provider reads, and a value read through any but the first is stale (a
 rewrite re-encrypts it). Providers: identity, aescbc, aesgcm, secretbox.
 """
 
-from services.storage.encryption._config import ConfigError, load_config, parse_config
+from services.storage.encryption._config import (
+    ConfigError,
+    ResourcePattern,
+    Rule,
+    load_config,
+    parse_config,
+)
 from services.storage.encryption._providers import (
     AESCBC,
     AESGCM,
@@ -15,7 +21,7 @@ from services.storage.encryption._providers import (
     Provider,
     Secretbox,
 )
-from services.storage.encryption._transformer import Decrypted, Transformers
+from services.storage.encryption._transformer import Decrypted, Transformers, UnreadableValue
 
 __all__ = [
     "AESCBC",
@@ -24,8 +30,11 @@ __all__ = [
     "Decrypted",
     "Identity",
     "Provider",
+    "ResourcePattern",
+    "Rule",
     "Secretbox",
     "Transformers",
+    "UnreadableValue",
     "load_config",
     "parse_config",
 ]

@@ -23,7 +23,7 @@ from typing import Protocol
 from strata import protowire, telemetry
 from strata.pipeline import BATCH_BYTES
 from strata.proto.storage.v1 import storage_pb2
-from strata.storage import _wire_bytes as wire
+from strata.storage import wire_bytes as wire
 from strata.storage._errors import StorageError
 from strata.storage._wire import failure
 
