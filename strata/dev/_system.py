@@ -1,7 +1,11 @@
 """System: etcd and the four services as child processes on loopback.
 
 Each process logs to $STRATA_HOME/logs/<name>.log. A flock on $STRATA_HOME/lock
-(HomeLock) keeps a second system out of a home in use. etcd's ports are kept in
+(HomeLock) keeps a second system out of a home in use; every child inherits it, so
+the home stays locked until the last of them has exited, even if the process
+that started them was killed outright. On Linux the children started from the
+main thread also get SIGTERM when that process dies (_pdeathsig), so they do
+not outlive it by more than their own shutdown. etcd's ports are kept in
 $STRATA_HOME/ports.json so a restart reuses the data dir with the same member
 URLs; the services take free ports each time (the gateway's comes from
 STRATA_PORT, 6443 by default), so two instances can run side by side.
@@ -17,6 +21,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Callable
@@ -31,6 +36,7 @@ from strata.dev._lock import HomeLock
 from strata.proto.etcd.etcdserverpb import rpc_pb2, rpc_pb2_grpc
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+PDEATHSIG = Path(__file__).resolve().with_name("_pdeathsig.py")
 START_TIMEOUT_SECONDS = 60.0
 
 
@@ -110,6 +116,16 @@ class System:
     def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
         logs = self.home / "logs"
         logs.mkdir(parents=True, exist_ok=True)
+        if (
+            sys.platform.startswith("linux")
+            # The death signal follows the forking thread, not the process: a
+            # child started from a worker thread would die with that thread.
+            and threading.current_thread() is threading.main_thread()
+        ):
+            argv = [sys.executable, "-I", "-S", str(PDEATHSIG), str(os.getpid()), *argv]
+        # Each child holds the home lock too (pass_fds makes it inheritable in
+        # the child only), and is recorded in the lock file by name and pid.
+        fds = () if self._lock.fd is None else (self._lock.fd,)
         with open(logs / f"{name}.log", "ab") as log:
             process = subprocess.Popen(
                 argv,
@@ -118,7 +134,9 @@ class System:
                 stdin=subprocess.DEVNULL,
                 env=self._env,
                 cwd=REPO_ROOT,
+                pass_fds=fds,
             )
+        self._lock.add_child(name, process.pid)
         self._processes.append((name, process))
         return process
 
@@ -143,6 +161,7 @@ class System:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+        self._lock.remove_child(process.pid)
         self._processes = [(n, p) for n, p in self._processes if p is not process]
 
     def start_one(self, name: str) -> None:

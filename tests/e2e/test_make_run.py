@@ -1,6 +1,8 @@
 """`make run` as a person runs it: it says what it is doing while it starts,
 refuses at once (naming the process) a STRATA_HOME whose system is running,
-leaving that system's ports.json alone, and stops everything on SIGTERM."""
+leaving that system's ports.json alone, and stops everything on SIGTERM. If
+its process is killed outright, its children follow it; children that outlive
+their parent keep the home locked, and a refusal names them."""
 
 from __future__ import annotations
 
@@ -18,8 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from strata.dev import HomeLock, find_etcd, free_port
-from strata.dev._etcd import MINIMUM, TOOLS, etcd_version
+from strata.dev import ETCD_MINIMUM, TOOLS, HomeLock, etcd_version, find_etcd, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 SERVICES = ["etcd", "storage", "cacher", "registry", "gateway"]
@@ -162,6 +163,98 @@ def test_a_home_locked_by_a_killed_process_is_free(tmp_path: Path) -> None:
     lock.release()
 
 
+def _wait_gone(pgid: int, within: float) -> list[str]:
+    """Wait until process group pgid has no live member; what is left."""
+    deadline = time.monotonic() + within
+    while (left := _group(pgid)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
+
+
+def test_killing_make_runs_process_takes_its_children_with_it(tmp_path: Path) -> None:
+    with make_run(tmp_path) as first:
+        _wait_up(first)
+        record = json.loads((first.home / "lock").read_text())
+        assert [child["name"] for child in record["children"]] == SERVICES
+        ports = (first.home / "ports.json").read_bytes()
+        os.kill(record["pid"], signal.SIGKILL)
+        # PR_SET_PDEATHSIG: each child got SIGTERM and exits by itself (make
+        # exits too, its recipe having failed).
+        left = _wait_gone(first.process.pid, within=10)
+        assert left == [], left
+    # Nothing is left to fight over the home: a new make run comes up on it,
+    # and on the same etcd ports.
+    with make_run(tmp_path) as second:
+        _wait_up(second)
+        assert (second.home / "ports.json").read_bytes() == ports
+        os.kill(json.loads((second.home / "lock").read_text())["pid"], signal.SIGTERM)
+        assert second.process.wait(timeout=60) == 0, second.stderr()
+
+
+# A system started from a worker thread (as tests start theirs, with
+# asyncio.to_thread) whose children do not die with their parent: the death
+# signal would follow the thread, so System does not ask for one there.
+HOLD = """
+import sys, threading, time
+from pathlib import Path
+from strata.dev import System
+system = System(Path(sys.argv[1]), gateway_port=0)
+worker = threading.Thread(target=system.start)
+worker.start()
+worker.join()
+print(*(system.process(name).pid for name in sys.argv[2:]), flush=True)
+time.sleep(600)
+"""
+
+
+def test_children_left_by_a_killed_holder_keep_the_home_and_are_named(tmp_path: Path) -> None:
+    home, out = tmp_path / "home", tmp_path / "hold.out"
+    with open(out, "wb") as stdout:
+        holder = subprocess.Popen(
+            [sys.executable, "-c", HOLD, str(home), *SERVICES], cwd=REPO, stdout=stdout,
+            stdin=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not out.read_text().endswith("\n"):
+            assert holder.poll() is None, "the system did not start"
+            assert time.monotonic() < deadline, "the system did not start in 120s"
+            time.sleep(0.2)
+        pids = [int(pid) for pid in out.read_text().split()]
+        ports = (home / "ports.json").read_bytes()
+        holder.kill()
+        holder.wait()
+        time.sleep(1)  # the leftovers run on (no death signal): the lock is theirs
+
+        env = {**os.environ, "STRATA_HOME": str(home), "STRATA_PORT": str(free_port())}
+        began = time.monotonic()
+        second = _make_run_once(env)
+        took = time.monotonic() - began
+        assert second.returncode != 0
+        assert took < 2, f"took {took:.1f}s"
+        named = ", ".join(f"{name} pid {pid}" for name, pid in zip(SERVICES, pids, strict=True))
+        kill = " ".join(map(str, pids))
+        assert (
+            f"strata's processes from pid {holder.pid} (which has exited) still run in "
+            f"{home}: {named}; stop them first (kill {kill})\n"
+        ) in second.stderr
+        assert "strata is up" not in second.stdout
+        assert (home / "ports.json").read_bytes() == ports
+        assert len(_group(holder.pid)) == len(SERVICES)
+
+        # Doing what the refusal says frees the home.
+        for pid in pids:
+            os.kill(pid, signal.SIGTERM)
+        assert _wait_gone(holder.pid, within=20) == []
+        lock = HomeLock(home)
+        lock.acquire()
+        lock.release()
+    finally:
+        if _group(holder.pid):
+            os.killpg(holder.pid, signal.SIGKILL)
+        holder.wait()
+
+
 def test_a_cold_make_run_says_it_is_installing_before_it_does(tmp_path: Path) -> None:
     # The real $(STAMP) recipe for a venv that does not exist, with a PYTHON
     # that fails at once: its first line is said, and nothing is installed.
@@ -201,5 +294,5 @@ def test_fetching_etcd_from_a_downloaded_deb_says_so(
     etcd = find_etcd(tools, progress=said.append)
 
     assert etcd == tools / "etcd" / "usr" / "bin" / "etcd"
-    assert (etcd_version(etcd) or (0, 0, 0)) >= MINIMUM
+    assert (etcd_version(etcd) or (0, 0, 0)) >= ETCD_MINIMUM
     assert said == [f"unpacking {debs[-1].name} into {tools}/etcd/"]
