@@ -18,6 +18,7 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import DecodeError, Message
 
 from strata.api import errors
+from strata.api.goquote import quote
 from strata.proto.k8s import apps_v1_pb2, core_v1_pb2, meta_v1_pb2, rbac_v1_pb2, runtime_pb2
 
 MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
@@ -40,6 +41,15 @@ _TYPES: dict[tuple[str, str], type[Message]] = {
     ("v1", "DeleteOptions"): meta_v1_pb2.DeleteOptions,
     ("meta.k8s.io/v1", "DeleteOptions"): meta_v1_pb2.DeleteOptions,
 }
+
+# Where kube's scheme for an endpoint's kind is defined, as its errors name it.
+_LEGACY_SCHEME = "pkg/api/legacyscheme/scheme.go:30"
+_SCHEMES = {
+    "CustomResourceDefinition": "pkg/apiserver/apiserver.go:55",
+    "DeleteOptions": "pkg/apis/meta/internalversion/scheme/register.go:27",
+}
+# What a DELETE's body is read as.
+DELETE_OPTIONS = ("meta.k8s.io/v1", "DeleteOptions")
 
 
 def _time(message: meta_v1_pb2.Time) -> str | None:
@@ -103,8 +113,24 @@ def _message(message: Message) -> Any:
     return out
 
 
-def to_json(body: bytes) -> bytes:
-    """The JSON for a protobuf-encoded object; 415 for types strata cannot read."""
+def _not_registered(api_version: str, kind: str, into: str) -> errors.StatusError:
+    """kube's 400 for a type its scheme does not hold (the CRD API's scheme is
+    the apiextensions server's own)."""
+    scheme = _SCHEMES.get(into, _LEGACY_SCHEME)
+    message = (
+        f"no kind {quote(kind)} is registered for version {quote(api_version)} "
+        f"in scheme {quote(scheme)}"
+    )
+    if into != DELETE_OPTIONS[1]:  # options are decoded without the handler's words
+        version = api_version.rpartition("/")[2]
+        message = f"{kind} in version {quote(version)} cannot be handled as a {into}: {message}"
+    return errors.bad_request(message)
+
+
+def to_json(body: bytes, into: tuple[str, str] = ("", "")) -> bytes:
+    """The JSON for a protobuf-encoded object; into, the (apiVersion, kind) the
+    request's endpoint decodes, stands for what the envelope leaves out (as
+    kube's defaults do). A type strata cannot read gets kube's 400."""
     if not body.startswith(MAGIC):
         raise errors.bad_request("protobuf body does not start with the Kubernetes magic number")
     envelope = runtime_pb2.Unknown()
@@ -112,10 +138,11 @@ def to_json(body: bytes) -> bytes:
         envelope.ParseFromString(body[len(MAGIC) :])
     except DecodeError as e:
         raise errors.bad_request(f"malformed protobuf envelope: {e}") from None
-    api_version, kind = envelope.typeMeta.apiVersion, envelope.typeMeta.kind
+    api_version = envelope.typeMeta.apiVersion or into[0]
+    kind = envelope.typeMeta.kind or into[1]
     message_type = _TYPES.get((api_version, kind))
     if message_type is None:
-        raise errors.unsupported_media_type(MEDIA_TYPE)
+        raise _not_registered(api_version, kind, into[1])
     message = message_type()
     try:
         message.ParseFromString(envelope.raw)

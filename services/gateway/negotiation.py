@@ -225,14 +225,15 @@ class Body:
     converted: bool = False
 
 
-async def body_as_json(content_type: str, body: bytes) -> Body:
+async def body_as_json(content_type: str, body: bytes, into: tuple[str, str] = ("", "")) -> Body:
     """The request body as JSON; YAML and Kubernetes protobuf are converted,
-    anything else is 415. No Content-Type at all means JSON, as in kube-apiserver."""
+    anything else is 415. No Content-Type at all means JSON, as in kube-apiserver.
+    into is the apiVersion and kind the endpoint reads (kubeproto.to_json's)."""
     media = content_type.split(";")[0].strip().lower()
     if media in ("application/json", ""):
         return Body(body)
     if media == kubeproto.MEDIA_TYPE:
-        return Body(kubeproto.to_json(body), converted=True)
+        return Body(kubeproto.to_json(body, into), converted=True)
     if media in ("application/yaml", "application/x-yaml", "text/yaml"):
         try:
             converted, repeated = await asyncio.to_thread(yaml_bodies.to_json, body)

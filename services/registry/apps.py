@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import orjson
+
 from services.registry.podtemplates import (
     TEMPLATE_TYPES,
     default_template,
@@ -26,8 +28,10 @@ from services.registry.strategy import (
     validate_object_meta,
     validate_object_meta_update,
 )
-from strata.api.causes import forbidden, immutable, invalid_value, not_supported, required
+from strata.api import gomarshal
+from strata.api.causes import forbidden, immutable, invalid_value, required
 from strata.api.errors import Cause
+from strata.api.goquote import quote
 
 RECREATE, ROLLING_UPDATE = "Recreate", "RollingUpdate"
 NON_NEGATIVE = "must be greater than or equal to 0"
@@ -92,6 +96,23 @@ def _int_or_percent(value: Any, field: str) -> tuple[list[Cause], float]:
     return [invalid_value(field, value, "must be an integer or percentage (e.g '5%')")], 0
 
 
+def _unsupported_strategy(strategy: Obj, field: str) -> Cause:
+    """kube 1.36's NotSupported for a strategy of no known type: on the strategy
+    itself, whose value is its internal Go struct as encoding/json writes it
+    (field names capitalised; a rollingUpdate's IntOrStrings, 0 when left out)."""
+    rolling = strategy.get("rollingUpdate")
+    value: dict[str, Any] = {"Type": strategy.get("type", ""), "RollingUpdate": None}
+    if isinstance(rolling, dict):
+        value["RollingUpdate"] = {
+            "MaxUnavailable": rolling.get("maxUnavailable", 0),
+            "MaxSurge": rolling.get("maxSurge", 0),
+        }
+    printed = gomarshal.escaped(orjson.dumps(value)).decode()  # a struct: keys as declared
+    supported = ", ".join(quote(v) for v in (RECREATE, ROLLING_UPDATE))
+    message = f"Unsupported value: {printed}: supported values: {supported}"
+    return Cause(reason="FieldValueNotSupported", message=message, field=field)
+
+
 def _validate_strategy(strategy: Obj, field: str) -> list[Cause]:
     kind = strategy.get("type", "")
     rolling = strategy.get("rollingUpdate")
@@ -101,8 +122,7 @@ def _validate_strategy(strategy: Obj, field: str) -> list[Cause]:
             return [forbidden(f"{field}.rollingUpdate", detail)]
         return []
     if kind != ROLLING_UPDATE:
-        # kube's own path here is capitalised.
-        return [not_supported(f"{field}.Type", kind, (RECREATE, ROLLING_UPDATE))]
+        return [_unsupported_strategy(strategy, field)]
     if rolling is None:
         return [required(f"{field}.rollingUpdate", "this should be defaulted and never be nil")]
     at = f"{field}.rollingUpdate"

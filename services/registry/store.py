@@ -35,7 +35,7 @@ from services.registry.strategy import (
     lookup,
     validate_finalizers,
 )
-from strata.api import errors, managed_fields, meta, names
+from strata.api import errors, key_order, managed_fields, meta, names
 from strata.api.causes import forbidden, invalid_value, not_supported
 from strata.api.errors import Cause, StatusError
 from strata.api.schemas import OBJECT_META
@@ -324,6 +324,11 @@ class Store:
             obj["apiVersion"] = self.resource.api_version
         return obj
 
+    def _answered(self, obj: Obj) -> bytes:
+        """An object storage never saw (a dry run's) as storage would answer it:
+        in kube's key order."""
+        return key_order.dumps(obj, custom=self.resource.custom)
+
     def _served(self, value: bytes) -> bytes:
         """A stored object's JSON at the version served here."""
         return orjson.dumps(self._loaded(value)) if self._converts else value
@@ -471,7 +476,7 @@ class Store:
                 with self._interpreted(metadata["name"]):
                     if dry_run:
                         await self._refuse_taken(key)
-                        return orjson.dumps(obj)
+                        return self._answered(obj)
                     stored = await self._storage.create(
                         key, self._encoded(obj), ttl_seconds=self._ttl
                     )
@@ -773,7 +778,7 @@ class Store:
                     updated = orjson.loads(await apply(current))
                     # What a real update would answer, but at the revision that stays.
                     updated["metadata"]["resourceVersion"] = str(current.resource_version)
-                    value = orjson.dumps(updated)
+                    value = self._answered(updated)
                 else:
                     stored = await guaranteed_update(
                         self._storage,
@@ -974,7 +979,7 @@ class Store:
                 if self.resource.spec_finalizers:
                     obj.setdefault("status", {})["phase"] = TERMINATING
                 if dry_run:
-                    return False, orjson.dumps(obj)
+                    return False, self._answered(obj)
                 try:
                     marked = await self._storage.update(
                         key,

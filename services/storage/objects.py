@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 
+from strata.api import key_order
 from strata.proto.storage.v1 import storage_pb2
 from strata.storage import CorruptObject, InvalidObject, ObjectTooLarge
 
@@ -28,56 +29,27 @@ def _decode(value: bytes) -> dict[str, Any] | None:
     return obj
 
 
-# kube's JSON follows its Go structs: TypeMeta's kind and apiVersion, then
-# metadata, whose fields come in ObjectMeta's order.
-_LEADING = ("kind", "apiVersion", "metadata")
-_OBJECT_META = (
-    "name",
-    "generateName",
-    "namespace",
-    "selfLink",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "labels",
-    "annotations",
-    "ownerReferences",
-    "finalizers",
-    "managedFields",
-)
 _METADATA = b'"metadata":{'
 _UID = b'"uid":"'
 
 
-def _kube_order(obj: dict[str, Any]) -> dict[str, Any]:
-    """obj with kind, apiVersion and metadata leading and metadata's fields in
-    ObjectMeta's order (what kube writes; objects stored before strata wrote
-    so are put in order as they are read)."""
-    meta = obj.get("metadata")
-    if isinstance(meta, dict):
-        ordered_meta = {k: meta[k] for k in _OBJECT_META if k in meta}
-        ordered_meta.update(meta)
-        obj["metadata"] = ordered_meta
-    ordered = {k: obj[k] for k in _LEADING if k in obj}
-    ordered.update(obj)
-    return ordered
-
-
 def for_etcd(key: str, value: bytes) -> tuple[dict[str, Any], bytes]:
-    """The decoded object and the bytes to store (resourceVersion removed).
+    """The decoded object and the bytes to store (resourceVersion removed), in
+    kube's key order (strata.api.key_order).
 
-    apiVersion, kind and metadata lead, so the first `"metadata":{` in the bytes
-    is the object's own and a revision can be stamped in without decoding.
+    A built-in object's kind, apiVersion and metadata lead, so the first
+    `"metadata":{` in its bytes is the object's own and a revision can be
+    stamped in without decoding.
     """
     decoded = _decode(value)
     if decoded is None:
         raise InvalidObject(key, f"object for {key} is not a JSON object with metadata")
     decoded.setdefault("metadata", {}).pop("resourceVersion", None)
-    obj = _kube_order(decoded)
-    data = orjson.dumps(obj)
+    if key_order.holds_custom_resources(key):
+        obj, data = decoded, key_order.dumps(decoded, custom=True)
+    else:
+        obj = key_order.built_in(decoded)
+        data = orjson.dumps(obj)
     if len(data) > MAX_OBJECT_BYTES:
         raise ObjectTooLarge(
             key, f"object is too large to store: {len(data)} bytes, limit is {MAX_OBJECT_BYTES}"
@@ -123,14 +95,19 @@ def _envelope(key: str, meta: dict[str, Any], value: bytes, revision: int) -> st
 
 def written(key: str, obj: dict[str, Any], data: bytes, revision: int) -> storage_pb2.Object:
     """The envelope of an object just stored as data at revision."""
+    if key_order.holds_custom_resources(key):
+        # Sorted keys put resourceVersion among metadata's nested maps: encode.
+        return envelope(key, obj, revision)
     return _envelope(key, obj["metadata"], stamped(data, revision), revision)
 
 
 def envelope(key: str, obj: dict[str, Any], revision: int) -> storage_pb2.Object:
-    """The envelope for obj at revision, its JSON stamped with that revision."""
+    """The envelope for obj at revision, its JSON stamped with that revision
+    (and in kube's key order, whatever order it was stored in)."""
     meta = obj.setdefault("metadata", {})
     meta["resourceVersion"] = str(revision)
-    return _envelope(key, meta, orjson.dumps(_kube_order(obj)), revision)
+    data = key_order.dumps(obj, custom=key_order.holds_custom_resources(key))
+    return _envelope(key, meta, data, revision)
 
 
 def from_etcd(key: str, value: bytes, revision: int) -> storage_pb2.Object:

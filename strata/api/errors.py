@@ -212,25 +212,6 @@ def method_not_allowed() -> StatusError:
     )
 
 
-def unsupported_media_type(
-    content_type: str, accepted: tuple[str, ...] = ("application/json", "application/yaml")
-) -> StatusError:
-    return StatusError(
-        code=415,
-        reason="UnsupportedMediaType",
-        message=f"the body of the request was in an unknown format - accepted media types include: "
-        f'{", ".join(accepted)} (got "{content_type}")',
-    )
-
-
-def not_acceptable(accepted: tuple[str, ...]) -> StatusError:
-    return StatusError(
-        code=406,
-        reason="NotAcceptable",
-        message=f"only the following media types are accepted: {', '.join(accepted)}",
-    )
-
-
 def too_large(message: str) -> StatusError:
     return StatusError(code=413, reason="RequestEntityTooLarge", message=message, bare=True)
 

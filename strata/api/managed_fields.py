@@ -147,13 +147,18 @@ def _walk(
         _walk(items, (*at, "[]"), maps, sets, atomic)
 
 
+# An ownerReference is one field, owned whole (kube's +structType=atomic, its
+# OpenAPI's x-kubernetes-map-type: atomic, which strata.api.schemas leaves out).
+_OBJECT_META_ATOMIC = (("metadata", "ownerReferences", "[]"),)
+
+
 def list_shapes(kind_schema: Obj | None) -> ListShapes:
     """The list and map shapes a kind's schema declares (its metadata is ObjectMeta)."""
     schema = kind_schema or {}
     properties = {**(schema.get("properties") or {}), "metadata": OBJECT_META}
     maps: dict[SchemaPath, Any] = {}
     sets: set[SchemaPath] = set()
-    atomic: set[SchemaPath] = set()
+    atomic: set[SchemaPath] = set(_OBJECT_META_ATOMIC)
     _walk({**schema, "properties": properties}, (), maps, sets, atomic)
     return ListShapes(maps, frozenset(sets), frozenset(atomic))
 
@@ -198,8 +203,9 @@ def _leaves(
                 empty.add(path)
             for element, item in named:
                 found.add((*path, element))
-                if isinstance(item, dict):
-                    _leaves(item, shapes, (*path, element), (*schema_at, "[]"), found, empty)
+                items_at = (*schema_at, "[]")
+                if isinstance(item, dict) and items_at not in shapes.atomic_maps:
+                    _leaves(item, shapes, (*path, element), items_at, found, empty)
         else:
             found.add(path)
 
@@ -431,9 +437,10 @@ def record_update(
 ) -> None:
     """new's managedFields after an ordinary write by manager: the fields it set
     or changed are its own (operation Update) and no one else's; fields it
-    removed are no one's. A write that leaves managedFields out keeps the old
-    ones; without a manager (server-side apply, which keeps them itself, or the
-    server's own writes) nothing else changes."""
+    removed are no one's. Its entry's time moves only when it set or changed a
+    field, so a write of the same object changes nothing. A write that leaves
+    managedFields out keeps the old ones; without a manager (server-side apply,
+    which keeps them itself, or the server's own writes) nothing else changes."""
     metadata = new.setdefault("metadata", {})
     if metadata.get("managedFields") is None:
         kept = ((old or {}).get("metadata") or {}).get("managedFields")
@@ -471,8 +478,13 @@ def record_update(
         elif kept_fields:
             result.append({**e.raw, "fieldsV1": to_fields_v1(kept_fields)})
     owned = ((mine.fields if mine else set()) - removed) | written
-    if owned:
+    if owned and (written or mine is None):
         result.append(entry(manager, UPDATE, api_version, owned))
+    elif owned and mine is not None:
+        # A write that set nothing leaves its manager's time where it was (kube's
+        # managedFieldsUpdater stamps a time only when the operation took fields).
+        same = owned == mine.fields
+        result.append(mine.raw if same else {**mine.raw, "fieldsV1": to_fields_v1(owned)})
     if result:
         metadata["managedFields"] = in_kubes_order(result)
     else:

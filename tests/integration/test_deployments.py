@@ -8,6 +8,7 @@ import copy
 from typing import Any
 
 import aiohttp
+import orjson
 import pytest
 
 from strata.api import names
@@ -218,14 +219,48 @@ DEPLOYMENT_CASES = [
             ),
         ),
     ),
+    # kube 1.36 names the strategy itself, its value the internal Go struct as
+    # encoding/json writes it (recorded with ../shared/kube/with_kube.sh).
     Case(
         id="strategy-type",
         body=deployment("badstrategy", strategy={"type": "Canary"}),
         causes=(
             (
                 "FieldValueNotSupported",
-                "spec.strategy.Type",
-                'Unsupported value: "Canary": supported values: "Recreate", "RollingUpdate"',
+                "spec.strategy",
+                'Unsupported value: {"Type":"Canary","RollingUpdate":null}: '
+                'supported values: "Recreate", "RollingUpdate"',
+            ),
+        ),
+    ),
+    Case(
+        id="strategy-type-with-rolling-update",
+        body=deployment(
+            "badrolling",
+            strategy={"type": "Bog<us", "rollingUpdate": {"maxUnavailable": 2, "maxSurge": "a&b"}},
+        ),
+        causes=(
+            (
+                "FieldValueNotSupported",
+                "spec.strategy",
+                'Unsupported value: {"Type":"Bog\\u003cus","RollingUpdate":'
+                '{"MaxUnavailable":2,"MaxSurge":"a\\u0026b"}}: '
+                'supported values: "Recreate", "RollingUpdate"',
+            ),
+        ),
+    ),
+    Case(
+        id="strategy-type-with-half-a-rolling-update",
+        body=deployment(
+            "halfrolling", strategy={"type": "Bogus", "rollingUpdate": {"maxSurge": "30%"}}
+        ),
+        causes=(
+            (
+                "FieldValueNotSupported",
+                "spec.strategy",
+                'Unsupported value: {"Type":"Bogus","RollingUpdate":'
+                '{"MaxUnavailable":0,"MaxSurge":"30%"}}: '
+                'supported values: "Recreate", "RollingUpdate"',
             ),
         ),
     ),
@@ -295,6 +330,36 @@ async def test_deployments(
 async def _created(http: aiohttp.ClientSession, namespace: str, name: str, **spec: Any) -> Obj:
     collection = f"{APPS}/namespaces/{namespace}/deployments"
     return await answer(http, "POST", collection, 201, json=deployment(name, **spec))
+
+
+async def test_an_update_to_an_unknown_strategy_is_refused_in_kubes_words(
+    http: aiohttp.ClientSession, namespace: str
+) -> None:
+    """kube v1.36.2's whole answer to a merge patch setting a strategy type it
+    does not know (its rollingUpdate nulled), recorded byte for byte."""
+    await _created(http, namespace, "okdep")
+    patch = {"spec": {"strategy": {"type": "Bogus", "rollingUpdate": None}}}
+    async with http.patch(
+        f"{APPS}/namespaces/{namespace}/deployments/okdep",
+        data=orjson.dumps(patch),
+        headers={"Content-Type": "application/merge-patch+json"},
+    ) as response:
+        assert response.status == 422
+        body = await response.read()
+    unsupported = (
+        'Unsupported value: {\\"Type\\":\\"Bogus\\",\\"RollingUpdate\\":null}: '
+        'supported values: \\"Recreate\\", \\"RollingUpdate\\"'
+    )
+    assert (
+        body
+        == (
+            '{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":'
+            f'"Deployment.apps \\"okdep\\" is invalid: spec.strategy: {unsupported}",'
+            '"reason":"Invalid","details":{"name":"okdep","group":"apps","kind":"Deployment",'
+            f'"causes":[{{"reason":"FieldValueNotSupported","message":"{unsupported}",'
+            '"field":"spec.strategy"}]},"code":422}\n'
+        ).encode()
+    )
 
 
 async def test_generation_counts_spec_and_annotation_changes_only(

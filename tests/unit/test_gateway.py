@@ -285,10 +285,10 @@ def test_protobuf_deployment_keeps_chosen_zeroes_and_int_or_strings() -> None:
     }
 
 
-def test_protobuf_of_unknown_type_is_415_and_garbage_is_400() -> None:
+def test_protobuf_of_unknown_type_and_garbage_are_400() -> None:
     with pytest.raises(StatusError) as raised:
-        kubeproto.to_json(_envelope("apps/v1", "StatefulSet", b""))
-    assert raised.value.code == 415
+        kubeproto.to_json(_envelope("apps/v1", "StatefulSet", b""), ("apps/v1", "Deployment"))
+    assert raised.value.code == 400
     with pytest.raises(StatusError) as raised:
         kubeproto.to_json(b"not protobuf")
     assert raised.value.code == 400
