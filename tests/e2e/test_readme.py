@@ -46,7 +46,7 @@ RUNNERS: dict[str, tuple[str, ...]] = {
     "Two commands: export KUBECONFIG=.strata/kubeconfig": (
         "tests.e2e.test_readme::test_first_hour_with_kubectl",
     ),
-    "Two commands: kubectl apply -f examples/crontab-crd.yaml": (
+    "Custom resources: kubectl apply -f examples/crontab-crd.yaml": (
         "tests.e2e.test_readme::test_custom_resource_walkthrough",
     ),
     "Benchmarks: .venv/bin/python bench/api.py": (
@@ -230,7 +230,7 @@ CUSTOM: dict[str, Check] = {
 
 
 def test_custom_resource_walkthrough(terminal: Terminal) -> None:
-    commands = shell_block("Two commands: kubectl apply -f examples/crontab-crd.yaml").commands
+    commands = shell_block("Custom resources: kubectl apply -f examples/crontab-crd.yaml").commands
     for command in commands:
         for word in shlex.split(command):
             if word.endswith(".yaml"):
