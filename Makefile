@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck protos protos-check unit integration e2e bench clean
+.PHONY: run test lint typecheck layers protos protos-check unit integration e2e bench clean
 
 # pip is quiet and takes a minute or so; say what is happening before it starts.
 $(STAMP): pyproject.toml
@@ -30,7 +30,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
-test: $(STAMP) protos-check lint typecheck
+# The import-linter contracts in pyproject.toml; --no-cache writes nothing into the tree.
+layers: $(STAMP)
+	$(VENV)/bin/lint-imports --no-cache --no-logo
+
+test: $(STAMP) protos-check lint typecheck layers
 	$(PY) -m pytest
 
 unit: $(STAMP)

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-import ast
+import os
+import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SERVICES = ("gateway", "registry", "cacher", "storage")
 
 
 def test_committed_stubs_match_the_protos() -> None:
@@ -21,131 +25,147 @@ def test_committed_stubs_match_the_protos() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def _imports(path: Path) -> set[str]:
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            found.add(node.module)
-    return found
+# The layering rules are import-linter contracts in pyproject.toml ([tool.importlinter]);
+# `make test` runs them too. COLUMNS keeps each contract's verdict on one line.
+LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
+CONTRACTS: list[dict[str, Any]] = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"][
+    "importlinter"
+]["contracts"]
 
 
-def test_services_talk_only_through_protos() -> None:
-    for service in SERVICES:
-        others = tuple(f"services.{s}" for s in SERVICES if s != service)
-        for path in (ROOT / "services" / service).rglob("*.py"):
-            crossing = {m for m in _imports(path) if m.startswith(others)}
-            assert not crossing, f"{path.relative_to(ROOT)} imports {crossing}"
-
-
-def test_shared_library_imports_no_service() -> None:
-    for path in (ROOT / "strata").rglob("*.py"):
-        assert not {m for m in _imports(path) if m.startswith("services")}, path
-
-
-# Folders of the repository whose Python files are not its own code.
-_NOT_OURS = {
-    ".venv",
-    "build",
-    "dist",
-    "strata.egg-info",
-    ".git",
-    ".mypy_cache",
-    ".ruff_cache",
-    ".pytest_cache",
-}
-
-
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
-def _is_module(dotted: str) -> bool:
-    path = ROOT.joinpath(*dotted.split("."))
-    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
-
-
-def _modules_imported(path: Path) -> list[tuple[int, str]]:
-    """Every module path imports, with its line: `from a.b import c` imports a.b,
-    and a.b.c as well when c is a module rather than a name."""
-    found: list[tuple[int, str]] = []
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            found.extend((node.lineno, alias.name) for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.append((node.lineno, node.module))
-            for alias in node.names:
-                if _is_module(f"{node.module}.{alias.name}"):
-                    found.append((node.lineno, f"{node.module}.{alias.name}"))
-    return found
-
-
-def _private_package(module: str) -> str | None:
-    """The package whose private module (`_x`, not `__x__`) module is or lies in."""
-    parts = module.split(".")
-    for i, part in enumerate(parts[1:], start=1):
-        if part.startswith("_") and not part.startswith("__"):
-            return ".".join(parts[:i])
-    return None
-
-
-def reaching_into_privates(path: Path, importer: str) -> list[str]:
-    """`line imports module` for each of path's imports of a private module of
-    ours from outside the package holding it; importer is path's module name."""
-    found = []
-    for line, module in _modules_imported(path):
-        package = _private_package(module)
-        if package is None or not _is_module(package):  # none, or another project's
-            continue
-        if importer == package or importer.startswith(f"{package}."):
-            continue
-        found.append(f"{line} imports {module}")
-    return found
-
-
-def _our_python_files() -> list[Path]:
-    """The repository's Python files, without descending into a virtualenv."""
-    tops = [p for p in ROOT.iterdir() if p.is_dir() and p.name not in _NOT_OURS]
-    nested = (path for top in tops for path in top.rglob("*.py"))
-    return sorted([*ROOT.glob("*.py"), *nested])
-
-
-def test_private_modules_are_imported_only_inside_their_package() -> None:
-    """A package's public surface is what its __init__ and public modules export:
-    services, tests, benchmarks and examples use that (strata.storage's kit for
-    storage implementations, strata.client, services.storage.encryption, ...),
-    so a package can rearrange its private modules without breaking anyone."""
-    found = [
-        f"{path.relative_to(ROOT)}:{where}"
-        for path in _our_python_files()
-        for where in reaching_into_privates(path, _module_name(path))
-    ]
-    assert found == []
-
-
-def test_reaching_into_a_private_module_is_found(tmp_path: Path) -> None:
-    """The check above finds what it looks for (a check that finds nothing is no proof)."""
-    probe = tmp_path / "probe.py"
-    probe.write_text(
-        "from strata.storage._wire import abort\n"
-        "from strata.storage import _errors\n"
-        "import strata.client._rest\n"
-        "from strata.storage import GrpcStorage, continuation\n"
-        "from services.storage.encryption._config import Rule\n"
-        "import grpc._utilities\n"
+def lint_imports(where: Path) -> tuple[int, str]:
+    """lint-imports run in where with the repository's contracts; --no-cache, so that
+    nothing is written into the tree it checks."""
+    result = subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache", "--no-logo", str(ROOT / "pyproject.toml")],
+        cwd=where,
+        env={**os.environ, "COLUMNS": "1000", "PYTHONPATH": str(where)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
-    assert reaching_into_privates(probe, "services.cacher.probe") == [
-        "1 imports strata.storage._wire",
-        "2 imports strata.storage._errors",
-        "3 imports strata.client._rest",
-        "5 imports services.storage.encryption._config",
-    ]
-    # Inside the package that holds them, private modules are the package's own.
-    assert reaching_into_privates(probe, "strata.storage.conformance.probe") == [
-        "3 imports strata.client._rest",
-        "5 imports services.storage.encryption._config",
+    return result.returncode, result.stdout + result.stderr
+
+
+def verdicts(output: str) -> dict[str, str]:
+    """Each contract's name and KEPT or BROKEN, as lint-imports reports them."""
+    return dict(re.findall(r"^(.+) (KEPT|BROKEN)$", output, flags=re.MULTILINE))
+
+
+def test_the_layering_contracts_hold() -> None:
+    code, output = lint_imports(ROOT)
+    assert code == 0, output
+    assert verdicts(output) == {c["name"]: "KEPT" for c in CONTRACTS}, output
+    assert not (ROOT / ".import_linter_cache").exists()
+
+
+def _skeleton(root: Path, files: dict[str, str]) -> None:
+    """An empty package for every module the contracts name, then files (module: source)."""
+    names = {"strata", "services", "tests", "bench", "examples"}
+    for contract in CONTRACTS:
+        for key in ("modules", "source_modules", "forbidden_modules"):
+            names.update(contract.get(key, ()))
+    for name in names | set(files):
+        parts = name.split(".")
+        for i in range(1, len(parts) + 1):
+            package = root.joinpath(*parts[:i])
+            package.mkdir(exist_ok=True)
+            (package / "__init__.py").touch()
+    for name, source in files.items():
+        (root.joinpath(*name.split(".")) / "__init__.py").write_text(source)
+
+
+def _probe(contract: dict[str, Any]) -> dict[str, str]:
+    """One import that breaks contract, made from its own configuration."""
+    if contract["type"] == "independence":
+        first, second = contract["modules"][:2]
+        return {first: f"import {second}\n"}
+    assert contract["type"] == "forbidden", f"no probe for {contract['type']} contracts"
+    return {contract["source_modules"][-1]: f"import {contract['forbidden_modules'][-1]}\n"}
+
+
+# The ways of reaching into a private module, each on its own, and what stays allowed.
+PRIVATE_PROBES = [
+    {"strata.storage._wire": "", "services.cacher.probe": "from strata.storage._wire import x\n"},
+    {"strata.storage._errors": "", "services.cacher.probe": "from strata.storage import _errors\n"},
+    {"strata.client._rest": "", "examples.probe": "import strata.client._rest\n"},
+    {
+        "services.storage.encryption._config": "",
+        "tests.probe": "from services.storage.encryption._config import Rule\n",
+    },
+]
+
+
+def _cases() -> list[Any]:
+    cases = []
+    for contract in CONTRACTS:
+        private = contract["type"] == "private_modules"
+        for i, files in enumerate(PRIVATE_PROBES if private else [_probe(contract)]):
+            cases.append(pytest.param(contract["name"], files, id=f"{contract['id']}-{i}"))
+    return cases
+
+
+@pytest.mark.parametrize(("broken", "files"), _cases())
+def test_each_contract_finds_what_it_forbids(
+    tmp_path: Path, broken: str, files: dict[str, str]
+) -> None:
+    """A check that finds nothing is no proof: in a skeleton of the modules the contracts
+    name, one forbidden import breaks its contract and no other."""
+    _skeleton(tmp_path, files)
+    code, output = lint_imports(tmp_path)
+    assert code == 1, output
+    expected = {c["name"]: "BROKEN" if c["name"] == broken else "KEPT" for c in CONTRACTS}
+    assert verdicts(output) == expected, output
+
+
+def test_a_private_module_is_its_package_s_own(tmp_path: Path) -> None:
+    """Inside the package that holds them, at any depth, private modules may be imported."""
+    _skeleton(
+        tmp_path,
+        {
+            "strata.storage._wire": "",
+            "strata.storage.conformance.probe": "from strata.storage import _wire\n",
+            "services.storage.encryption._config": "",
+            "services.storage.encryption.probe": "from . import _config\n",
+        },
+    )
+    code, output = lint_imports(tmp_path)
+    assert code == 0, output
+    assert verdicts(output) == {c["name"]: "KEPT" for c in CONTRACTS}, output
+
+
+# What docs/architecture.md names that looks like a path of the repository: anything under
+# one of its top folders, in backticks or not (the drawings are code blocks), and any
+# file name in backticks.
+_TOPS = ("bench", "deploy", "docs", "examples", "protos", "services", "strata", "tests")
+_DOC_PATH = re.compile(
+    rf"(?<![\w./-])((?:{'|'.join(_TOPS)})/[\w./-]*)|`([\w-]+\.(?:py|proto|toml|md|yml|yaml))`"
+)
+
+
+def doc_paths(text: str) -> list[str]:
+    return [(a or b).rstrip(".") for a, b in _DOC_PATH.findall(text)]
+
+
+def test_the_architecture_doc_names_only_paths_that_exist() -> None:
+    """docs/architecture.md draws the tree; a file moved or renamed must move the doc too."""
+    paths = doc_paths((ROOT / "docs" / "architecture.md").read_text())
+    assert len(paths) > 20, paths
+    assert [p for p in paths if not (ROOT / p).exists()] == []
+
+
+def test_doc_paths_are_found() -> None:
+    text = (
+        "see `services/gateway/` and `strata/api/errors.py`, `make test`, `pyproject.toml`\n"
+        "  registry   services/registry/    ... protos/strata/registry/v1/registry.proto\n"
+        "as tests/unit/test_api.py. Not strata.storage, a/strata/x or `python -m services.x`."
+    )
+    assert doc_paths(text) == [
+        "services/gateway/",
+        "strata/api/errors.py",
+        "pyproject.toml",
+        "services/registry/",
+        "protos/strata/registry/v1/registry.proto",
+        "tests/unit/test_api.py",
     ]

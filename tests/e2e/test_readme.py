@@ -178,6 +178,7 @@ def test_make_test_runs_the_whole_suite() -> None:
         "ruff check .",
         "ruff format --check .",
         "bin/mypy",
+        "bin/lint-imports --no-cache",
         "-m pytest",
     )
     at = [next(i for i, c in enumerate(commands) if w in c) for w in wanted]
