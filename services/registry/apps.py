@@ -4,6 +4,9 @@ controller copies annotations down to its ReplicaSets).
 
 strata runs no deployment controller; clients (or a controller of their own)
 write status through the status subresource.
+
+The Deployment's declaration (a `Resource`, with kube's columns and the
+scale subresource) is here too; services/registry/resources.py gathers it.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from typing import Any
 
 import orjson
 
+from services.registry import kind_schemas
+from services.registry.declarations import AGE_COLUMN, NAME_COLUMN, Column, Resource, ScaleRules
 from services.registry.podtemplates import (
     TEMPLATE_TYPES,
     default_template,
@@ -245,3 +250,77 @@ class DeploymentStrategy:
 def scale_selector(obj: Obj) -> str:
     """A Deployment's Scale status.selector: its spec.selector as a string."""
     return selector_string((obj.get("spec") or {}).get("selector"))
+
+
+def _replicas_ready(obj: Obj) -> str:
+    """A Deployment's Ready cell: ready of desired replicas."""
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    return f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 0)}"
+
+
+def _containers(obj: Obj, field: str) -> str:
+    template_spec = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+    return ",".join(str(c.get(field, "")) for c in template_spec.get("containers") or [])
+
+
+_DEPLOYMENT_STRATEGY = DeploymentStrategy()
+DEPLOYMENTS = Resource(
+    schema=kind_schemas.DEPLOYMENT,
+    group="apps",
+    version="v1",
+    name="deployments",
+    singular="deployment",
+    kind="Deployment",
+    namespaced=True,
+    strategy=_DEPLOYMENT_STRATEGY,
+    status=_DEPLOYMENT_STRATEGY,
+    scale=ScaleRules(selector=scale_selector),
+    short_names=("deploy",),
+    categories=("all",),
+    columns=(
+        NAME_COLUMN,
+        Column(
+            name="Ready",
+            type="string",
+            description="Number of the pod with ready state",
+            cell=_replicas_ready,
+        ),
+        Column(
+            name="Up-to-date",
+            type="integer",
+            description="Total number of non-terminated pods targeted by this deployment that "
+            "have the desired template spec.",
+            cell=lambda obj: (obj.get("status") or {}).get("updatedReplicas", 0),
+        ),
+        Column(
+            name="Available",
+            type="integer",
+            description="Total number of available pods (ready for at least minReadySeconds) "
+            "targeted by this deployment.",
+            cell=lambda obj: (obj.get("status") or {}).get("availableReplicas", 0),
+        ),
+        AGE_COLUMN,
+        Column(
+            name="Containers",
+            type="string",
+            priority=1,
+            description="Names of each container in the template.",
+            cell=lambda obj: _containers(obj, "name"),
+        ),
+        Column(
+            name="Images",
+            type="string",
+            priority=1,
+            description="Images referenced by each container in the template.",
+            cell=lambda obj: _containers(obj, "image"),
+        ),
+        Column(
+            name="Selector",
+            type="string",
+            priority=1,
+            description="Label selector for pods. Existing ReplicaSets whose pods are selected "
+            "by this will be the ones affected by this deployment.",
+            cell=scale_selector,
+        ),
+    ),
+)

@@ -2,12 +2,17 @@
 
 Only the shape of the spec is checked, as kube does: a positive duration and
 a non-negative transition count; the holder and times are the clients' own.
+
+The Lease's declaration (a `Resource`) is here too;
+services/registry/resources.py gathers it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from services.registry import kind_schemas
+from services.registry.declarations import AGE_COLUMN, NAME_COLUMN, Column, Resource
 from services.registry.strategy import (
     Obj,
     validate_object_meta,
@@ -60,3 +65,20 @@ class LeaseStrategy:
 
     def validate_update(self, obj: Obj, old: Obj) -> list[Cause]:
         return validate_object_meta_update(obj, old) + self.validate(obj)
+
+
+LEASES = Resource(
+    schema=kind_schemas.LEASE,
+    group="coordination.k8s.io",
+    version="v1",
+    name="leases",
+    singular="lease",
+    kind="Lease",
+    namespaced=True,
+    strategy=LeaseStrategy(),
+    columns=(
+        NAME_COLUMN,
+        Column(name="Holder", type="string", description="", path="spec.holderIdentity"),
+        AGE_COLUMN,
+    ),
+)

@@ -1,6 +1,9 @@
 """CustomResourceDefinitions (apiextensions.k8s.io/v1): their defaults and field
 rules as kube's apiextensions-apiserver has them, their status (accepted names,
 conditions, stored versions) and what the rest of the registry reads from one.
+
+The CRD's own declaration (a `Resource`) is here too;
+services/registry/resources.py gathers it.
 """
 
 from __future__ import annotations
@@ -9,7 +12,8 @@ import copy
 from collections.abc import Iterator
 from typing import Any
 
-from services.registry import jsonpath
+from services.registry import jsonpath, kind_schemas
+from services.registry.declarations import CREATED_AT_COLUMN, NAME_COLUMN, Resource
 from services.registry.schema_structure import schema_causes
 from services.registry.strategy import (
     Obj,
@@ -304,3 +308,24 @@ def mark_terminating(crd: Obj) -> None:
         "InstanceDeletionPending",
         "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
     )
+
+
+_CRD_STRATEGY = CRDStrategy()
+CUSTOM_RESOURCE_DEFINITIONS = Resource(
+    schema=kind_schemas.CUSTOM_RESOURCE_DEFINITION,
+    group=GROUP,
+    version="v1",
+    name="customresourcedefinitions",
+    singular="customresourcedefinition",
+    kind="CustomResourceDefinition",
+    namespaced=False,
+    strategy=_CRD_STRATEGY,
+    status=_CRD_STRATEGY,
+    short_names=("crd", "crds"),
+    categories=("api-extensions",),
+    columns=(NAME_COLUMN, CREATED_AT_COLUMN),
+    deletion_finalizer=CLEANUP_FINALIZER,
+    on_delete=mark_terminating,
+    # kube's CRD registry marks a CRD without propagationPolicy's finalizers.
+    garbage_collected=False,
+)

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 
 from services.registry import crds, jsonpath, schema
-from services.registry.resources import AGE_COLUMN, NAME_COLUMN, Column, Resource, ScaleRules
+from services.registry.declarations import AGE_COLUMN, NAME_COLUMN, Column, Resource, ScaleRules
 from services.registry.strategy import (
     Obj,
     lookup,

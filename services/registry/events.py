@@ -2,12 +2,18 @@
 the stricter rules belong to events.k8s.io) and kubectl's columns. Events are
 written often and matter briefly, so the registry stores them with a TTL
 (--event-ttl, kube's 1h), renewed by every write.
+
+The Event's declaration (a `Resource`, with kubectl's columns) is here too;
+services/registry/resources.py gathers it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
+from services.registry import kind_schemas
+from services.registry.declarations import NAME_COLUMN, Column, Resource
 from services.registry.strategy import (
     Obj,
     validate_object_meta,
@@ -137,3 +143,85 @@ def count_cell(obj: Obj) -> int:
     if series:
         return int(series.get("count") or 0)
     return int(obj.get("count") or 0) or 1
+
+
+EVENTS = Resource(
+    schema=kind_schemas.EVENT,
+    group="",
+    version="v1",
+    name="events",
+    singular="event",
+    kind="Event",
+    namespaced=True,
+    strategy=EventStrategy(),
+    short_names=("ev",),
+    garbage_collected=False,
+    field_label_conversion=True,
+    columns=(
+        Column(
+            name="Last Seen",
+            type="string",
+            description="The time at which the most recent occurrence of this event was recorded.",
+            cell=last_seen_cell,
+        ),
+        Column(
+            name="Type",
+            type="string",
+            description="Type of this event (Normal, Warning), new types could be added in the "
+            "future",
+            path="type",
+        ),
+        Column(
+            name="Reason",
+            type="string",
+            description="This should be a short, machine understandable string that gives the "
+            "reason for the transition into the object's current status.",
+            path="reason",
+        ),
+        Column(
+            name="Object",
+            type="string",
+            description="The object that this event is about.",
+            cell=object_cell,
+        ),
+        Column(
+            name="Subobject",
+            type="string",
+            priority=1,
+            description="If referring to a piece of an object instead of an entire object, this "
+            "string should contain a valid JSON/Go field access statement, such as "
+            "desiredState.manifest.containers[2].",
+            path="involvedObject.fieldPath",
+        ),
+        Column(
+            name="Source",
+            type="string",
+            priority=1,
+            description="The component reporting this event. Should be a short machine "
+            "understandable string.",
+            cell=source_cell,
+        ),
+        Column(
+            name="Message",
+            type="string",
+            description="A human-readable description of the status of this operation.",
+            cell=lambda obj: str(obj.get("message") or "").strip(),
+        ),
+        Column(
+            name="First Seen",
+            type="string",
+            priority=1,
+            description="The time at which the event was first recorded. (Time of server "
+            "receipt is in TypeMeta.)",
+            cell=first_seen_cell,
+        ),
+        Column(
+            name="Count",
+            type="string",
+            priority=1,
+            description="The number of times this event has occurred.",
+            cell=count_cell,
+        ),
+        dataclasses.replace(NAME_COLUMN, priority=1),
+    ),
+)

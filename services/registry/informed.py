@@ -11,7 +11,7 @@ from typing import Any
 
 import grpc
 
-from services.registry.resources import Resource as Served
+from services.registry.declarations import Resource as Served
 from strata.client import EventHandler, RegistryResourceClient, Resource, SharedIndexInformer
 
 Obj = dict[str, Any]

@@ -2,14 +2,26 @@
 ClusterRoleBindings: kube's defaults and field rules (pkg/apis/rbac/validation)
 and their Table columns. They are stored and checked here; enforcing them is
 the authorizer's business.
+
+Their declarations (`Resource`s) are here too; services/registry/resources.py
+gathers them.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from services.registry import kind_schemas
+from services.registry.declarations import (
+    AGE_COLUMN,
+    CREATED_AT_COLUMN,
+    NAME_COLUMN,
+    Column,
+    Resource,
+)
 from services.registry.strategy import (
     Obj,
+    Strategy,
     validate_label_selector,
     validate_object_meta,
     validate_object_meta_update,
@@ -233,3 +245,77 @@ def subjects_cell(kind: str) -> Any:
         return ", ".join(shown)
 
     return cell
+
+
+def _rbac(
+    name: str, kind: str, strategy: Strategy, columns: tuple[Column, ...], schema: Obj
+) -> Resource:
+    return Resource(
+        schema=schema,
+        group=GROUP,
+        version="v1",
+        name=name,
+        singular=kind.lower(),
+        kind=kind,
+        namespaced=strategy.namespaced,
+        strategy=strategy,
+        columns=columns,
+    )
+
+
+def _binding_columns(role_ref: str, scope: str) -> tuple[Column, ...]:
+    """kube's columns for RoleBindings and ClusterRoleBindings."""
+    return (
+        NAME_COLUMN,
+        Column(name="Role", type="string", description=role_ref, cell=role_cell),
+        AGE_COLUMN,
+        *(
+            Column(
+                name=title,
+                type="string",
+                priority=1,
+                description=f"{title} in the {scope}",
+                cell=subjects_cell(kind),
+            )
+            for title, kind in (
+                ("Users", "User"),
+                ("Groups", "Group"),
+                ("ServiceAccounts", "ServiceAccount"),
+            )
+        ),
+    )
+
+
+_IMMUTABLE_REF = (
+    "If the RoleRef cannot be resolved, the Authorizer must return an error. This field is "
+    "immutable."
+)
+ROLES = _rbac("roles", "Role", RoleStrategy(), (NAME_COLUMN, CREATED_AT_COLUMN), kind_schemas.ROLE)
+CLUSTER_ROLES = _rbac(
+    "clusterroles",
+    "ClusterRole",
+    ClusterRoleStrategy(),
+    (NAME_COLUMN, CREATED_AT_COLUMN),
+    kind_schemas.CLUSTER_ROLE,
+)
+ROLE_BINDINGS = _rbac(
+    "rolebindings",
+    "RoleBinding",
+    BindingStrategy("RoleBinding", True, ("Role", "ClusterRole")),
+    _binding_columns(
+        "RoleRef can reference a Role in the current namespace or a ClusterRole in the global "
+        f"namespace. {_IMMUTABLE_REF}",
+        "roleBinding",
+    ),
+    kind_schemas.ROLE_BINDING,
+)
+CLUSTER_ROLE_BINDINGS = _rbac(
+    "clusterrolebindings",
+    "ClusterRoleBinding",
+    BindingStrategy("ClusterRoleBinding", False, ("ClusterRole",)),
+    _binding_columns(
+        f"RoleRef can only reference a ClusterRole in the global namespace. {_IMMUTABLE_REF}",
+        "clusterRoleBinding",
+    ),
+    kind_schemas.CLUSTER_ROLE_BINDING,
+)

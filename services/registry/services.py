@@ -3,6 +3,9 @@
 strata runs no proxies: a Service is stored with the ClusterIP and NodePorts
 allocated for it (services/registry/allocation.py), and Endpoints are stored as
 clients (or the bootstrap controller, for `kubernetes`) write them.
+
+Their declarations (`Resource`s, with kube's columns) are here too;
+services/registry/resources.py gathers them.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import ipaddress
 import re
 from typing import Any
 
+from services.registry import kind_schemas
 from services.registry.allocation import (
     CLUSTER_IP,
     EXTERNAL_NAME,
@@ -20,6 +24,7 @@ from services.registry.allocation import (
     needs_cluster_ip,
     needs_node_ports,
 )
+from services.registry.declarations import AGE_COLUMN, NAME_COLUMN, Column, Resource
 from services.registry.podtemplates import selector_string
 from services.registry.strategy import (
     PORT_RANGE,
@@ -307,3 +312,79 @@ def endpoints_cell(obj: Obj) -> str:
         return "<none>"
     shown = ",".join(pairs[:3])
     return shown + (f" + {len(pairs) - 3} more..." if len(pairs) > 3 else "")
+
+
+SERVICES = Resource(
+    schema=kind_schemas.SERVICE,
+    group="",
+    version="v1",
+    name="services",
+    singular="service",
+    kind="Service",
+    namespaced=True,
+    strategy=ServiceStrategy(),
+    short_names=("svc",),
+    categories=("all",),
+    # As kube's: Services go one at a time (each releases its allocations).
+    verbs=("create", "delete", "get", "list", "patch", "update", "watch"),
+    return_deleted_object=True,
+    field_label_conversion=True,
+    columns=(
+        NAME_COLUMN,
+        Column(
+            name="Type",
+            type="string",
+            description="The type of the service.",
+            path="spec.type",
+        ),
+        Column(
+            name="Cluster-IP",
+            type="string",
+            description="The cluster IP of the service.",
+            cell=cluster_ip_cell,
+        ),
+        Column(
+            name="External-IP",
+            type="string",
+            description="The external IP of the service.",
+            cell=external_ip_cell,
+        ),
+        Column(
+            name="Port(s)",
+            type="string",
+            description="The ports of the service.",
+            cell=ports_cell,
+        ),
+        AGE_COLUMN,
+        Column(
+            name="Selector",
+            type="string",
+            priority=1,
+            description="Route service traffic to pods with label keys and values matching "
+            "this selector.",
+            cell=selector_cell,
+        ),
+    ),
+)
+
+ENDPOINTS = Resource(
+    schema=kind_schemas.ENDPOINTS,
+    group="",
+    version="v1",
+    name="endpoints",
+    singular="endpoints",
+    kind="Endpoints",
+    namespaced=True,
+    strategy=EndpointsStrategy(),
+    short_names=("ep",),
+    columns=(
+        NAME_COLUMN,
+        Column(
+            name="Endpoints",
+            type="string",
+            description="Endpoints of the service.",
+            cell=endpoints_cell,
+        ),
+        AGE_COLUMN,
+    ),
+)

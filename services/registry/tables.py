@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from services.registry.resources import Column, Resource
+from services.registry.declarations import Column, Resource
 from services.registry.strategy import lookup
 from strata.api.errors import bad_request
 
