@@ -10,6 +10,7 @@ a newline after a compact body, none after an indented one)."""
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -150,6 +151,15 @@ def _patch_refusal(request: web.Request, info: paths.RequestInfo) -> StatusError
     return None if media in custom else negotiation.unsupported_body(custom)
 
 
+@functools.lru_cache(maxsize=256)
+def _output(accept: str, listing: bool, streams: bool, routed: bool) -> Output:
+    """negotiation.output, remembered: a pure function of an Accept header,
+    which a client sends the same on every request, and three flags (parsing it
+    again took about a quarter of render_output's own time). A 406 is not
+    remembered (lru_cache keeps no exceptions)."""
+    return negotiation.output(accept, listing=listing, streams=streams, routed=routed)
+
+
 def _negotiated(request: web.Request, info: paths.RequestInfo) -> tuple[Output, bool]:
     """The request's output, and whether it is a watch (whose stream stays JSON)."""
     watching = paths.watching(request, info)
@@ -158,7 +168,7 @@ def _negotiated(request: web.Request, info: paths.RequestInfo) -> tuple[Output, 
     streams = request.method == "GET" and (not info.name or info.watch_path)
     accept = request.headers.get("Accept", "")
     routed = _routed(info.group)
-    return negotiation.output(accept, listing=listing, streams=streams, routed=routed), watching
+    return _output(accept, listing, streams, routed), watching
 
 
 def not_acceptable(request: web.Request, error: StatusError) -> web.Response:

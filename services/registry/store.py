@@ -290,26 +290,33 @@ class Store:
 
     # --- versions ----------------------------------------------------------------
 
-    def _decode(self, body: bytes) -> Obj:
+    def _decode(self, body: bytes) -> tuple[Obj, bool]:
         """A request body as an object of this resource: without the fields its
         schema does not know (reported as the request's fieldValidation asks),
-        normalized."""
+        normalized; and whether all its values are of their schema's types (the
+        typed walk went through all of it, so _check_types need not walk again)."""
         r = self.resource
         obj = decode_body(body, r)
-        typed.decoded(obj, self._decoded_types)
+        typed_ok = typed.decoded(obj, self._decoded_types) is None
         unknown = schema.prune(obj, r.schema) if r.schema is not None else []
         warnings.undecoded_fields(r.kind, r.version, body, unknown, typed=not r.custom)
         if r.normalize is not None:
-            r.normalize(obj)
-        return obj
+            r.normalize(obj)  # a custom resource's defaults: walked again after
+            typed_ok = False
+        return obj, typed_ok
 
-    def _check_types(self, obj: Obj) -> None:
+    def _check_types(self, obj: Obj, typed_ok: bool = False) -> None:
         """kube's decoder's 400 for a value of the wrong type: in its own words
-        where the strategy names the Go types, else from the kind's schema."""
+        where the strategy names the Go types, else from the kind's schema. A
+        second walk of obj, which also makes Go's values of the nulls the store
+        may have put in (an update's creationTimestamp from an old object without
+        one), unless typed_ok: the body's own walk found every value typed and
+        only strings were added since (a create's)."""
         r = self.resource
         if self._decodable is not None:
             check_decodable(obj, r.kind, r.version, self._decodable.go_types)
-        typed.check(obj, self._decoded_types, r.kind, r.version)
+        if not typed_ok:
+            typed.check(obj, self._decoded_types, r.kind, r.version)
 
     def _encoded(self, obj: Obj) -> bytes:
         """obj as storage keeps it: at the storage version."""
@@ -431,7 +438,7 @@ class Store:
         sets are field_manager's (metadata.managedFields)."""
         r = self.resource
         self._check_namespace_arg(namespace)
-        obj = self._decode(body)
+        obj, typed_ok = self._decode(body)
         metadata = obj["metadata"]
         if r.namespaced:
             if metadata.get("namespace") and metadata["namespace"] != namespace:
@@ -452,7 +459,7 @@ class Store:
         ):
             metadata.pop(field, None)
         metadata["creationTimestamp"] = meta.now_rfc3339()
-        self._check_types(obj)
+        self._check_types(obj, typed_ok)
         self._strategy.prepare_for_create(obj)
         managed_fields.record_update(None, obj, field_manager, r.api_version, self._shapes)
         for attempt in range(_GENERATE_NAME_ATTEMPTS):
@@ -713,7 +720,7 @@ class Store:
                 return new
 
         else:
-            obj = self._decode(body)
+            obj, _ = self._decode(body)
             self._check_names(obj["metadata"], namespace, name)
             requested_rv = str(obj["metadata"].get("resourceVersion", ""))
             if subresource == "status":

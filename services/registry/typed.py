@@ -70,27 +70,46 @@ def _omitted(value: Any, schema: Schema) -> bool:
     return value == {} and isinstance(schema.get("additionalProperties"), dict)
 
 
+def _leaf_fits(value: Any, schema: Schema) -> bool:
+    """Whether value is a scalar its schema takes as it is, with nothing under
+    it to walk (most of an object's values: checked here without a call to
+    _problem or a path built for it)."""
+    kind = schema.get("type")
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if kind == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    return False
+
+
 def _fields_problem(value: dict[str, Any], schema: Schema, path: str) -> str | None:
     """_problem for a struct's fields or a map's values."""
     properties: dict[str, Schema] = schema.get("properties") or {}
     extra = schema.get("additionalProperties")
     values = extra if isinstance(extra, dict) else None
+    if not properties and values is None:
+        return None  # a part strata does not describe: kept as written
     for name in list(value):
         field = properties.get(name)
         child = field or values
         if child is None:
             continue
-        if value[name] is None:
+        item = value[name]
+        if item is None:
             # A null struct field is left out; a null map value is its zero.
             if field is not None:
                 del value[name]
             else:
                 value[name] = _zero(child)
             continue
+        if _leaf_fits(item, child):
+            continue
         at = f"{path}.{name}" if path else name
-        if found := _problem(value[name], child, at):
+        if found := _problem(item, child, at):
             return found
-        if field is not None and at != _READ_EMPTY and _omitted(value[name], field):
+        if field is not None and at != _READ_EMPTY and _omitted(item, field):
             del value[name]
     return None
 
@@ -108,6 +127,8 @@ def _problem(value: Any, schema: Schema, path: str) -> str | None:
         for i, item in enumerate(value):
             if item is None:
                 value[i] = _zero(items)
+                continue
+            if _leaf_fits(item, items):
                 continue
             if found := _problem(item, items, f"{path}[{i}]"):
                 return found

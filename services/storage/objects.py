@@ -105,6 +105,17 @@ def envelope(key: str, obj: dict[str, Any], revision: int) -> storage_pb2.Object
     """The envelope for obj at revision, its JSON stamped with that revision
     (and in kube's key order, whatever order it was stored in)."""
     meta = obj.setdefault("metadata", {})
+    if (
+        "uid" in meta
+        and "resourceVersion" not in meta
+        and "selfLink" not in meta
+        and not key_order.holds_custom_resources(key)
+    ):
+        # As stored (uid and the fields before it are what stamped expects): put
+        # in order (only a check, for what for_etcd wrote) and stamped, rather
+        # than moving resourceVersion into place in a dict rebuilt for it.
+        obj = key_order.built_in(obj)
+        return _envelope(key, obj["metadata"], stamped(orjson.dumps(obj), revision), revision)
     meta["resourceVersion"] = str(revision)
     data = key_order.dumps(obj, custom=key_order.holds_custom_resources(key))
     return _envelope(key, meta, data, revision)

@@ -36,14 +36,37 @@ OBJECT_META = (
     "finalizers",
     "managedFields",
 )
+_META_RANK = {name: rank for rank, name in enumerate(OBJECT_META)}
+_UNKNOWN_RANK = len(OBJECT_META)
 # Built-in groups whose resources kube keeps under "/<group>/<resource>/", as
 # custom resources are kept: every other such key holds custom resources.
 _BUILT_IN_UNDER_GROUP = frozenset({"apiextensions.k8s.io", "apiregistration.k8s.io"})
 
 
+def in_order(obj: Obj) -> bool:
+    """Whether obj is already as built_in writes it (as every object storage
+    wrote is when read back): a check of its first keys and metadata's, much
+    cheaper than building both dicts again."""
+    keys = iter(obj)
+    for name in _LEADING:
+        if name in obj and next(keys) != name:
+            return False
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        last = 0
+        for name in meta:
+            rank = _META_RANK.get(name, _UNKNOWN_RANK)
+            if rank < last:
+                return False
+            last = rank
+    return True
+
+
 def built_in(obj: Obj) -> Obj:
     """obj with kind, apiVersion and metadata leading and metadata's fields in
     ObjectMeta's order (the rest as they were)."""
+    if in_order(obj):
+        return obj
     meta = obj.get("metadata")
     if isinstance(meta, dict):
         ordered_meta = {k: meta[k] for k in OBJECT_META if k in meta}

@@ -376,6 +376,8 @@ def in_kubes_order(managed: list[Obj]) -> list[Obj]:
     """managedFields as kube writes them: by operation (Apply first), time (an
     entry without one first; RFC 3339 in UTC sorts as it reads), manager,
     apiVersion and subresource."""
+    if len(managed) < 2:  # most objects: one manager, nothing to sort
+        return list(managed)
     return sorted(
         managed,
         key=lambda raw: tuple(
