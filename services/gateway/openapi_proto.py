@@ -160,18 +160,21 @@ def _into(message: Message, value: Any) -> None:
     descriptor = message.DESCRIPTOR
     kind = descriptor.name
     message.SetInParent()
+    # The branches below name fields of particular messages, which the Message
+    # type does not know: reach them through an untyped name.
+    fields: Any = message
     if kind == "Any":
-        message.yaml = to_yaml(value)  # type: ignore[attr-defined]
+        fields.yaml = to_yaml(value)
     elif kind in ("TypeItem", "StringArray"):
-        message.value.extend([value] if isinstance(value, str) else value)  # type: ignore[attr-defined]
+        fields.value.extend([value] if isinstance(value, str) else value)
     elif kind == "ItemsItem":
         for schema in [value] if isinstance(value, dict) else value:
-            _into(message.schema.add(), schema)  # type: ignore[attr-defined]
+            _into(fields.schema.add(), schema)
     elif descriptor.oneofs:
         _set(message, _field(message, _choice(message, value)), value)
     elif kind in _MAPS:
         _expect_object(value)
-        entries = message.additional_properties  # type: ignore[attr-defined]
+        entries = fields.additional_properties
         for name, item in value.items():
             named = entries.add(name=name)
             _set(named, _field(named, "value"), item)
@@ -185,14 +188,14 @@ def _object(message: Message, value: Doc) -> None:
     _expect_object(value)
     fields = _fields(message)
     kind = message.DESCRIPTOR.name
+    lists: Any = message  # vendor_extension, path, response_code: see _into
     for key, item in value.items():
         if key.startswith("x-") and "vendorExtension" in fields:
-            extension = message.vendor_extension.add(name=key)  # type: ignore[attr-defined]
-            _into(extension.value, item)
+            _into(lists.vendor_extension.add(name=key).value, item)
         elif kind == "Paths" and key.startswith("/"):
-            _into(message.path.add(name=key).value, item)  # type: ignore[attr-defined]
+            _into(lists.path.add(name=key).value, item)
         elif kind == "Responses":
-            _into(message.response_code.add(name=key).value, item)  # type: ignore[attr-defined]
+            _into(lists.response_code.add(name=key).value, item)
         elif (field := fields.get(key)) is not None:
             try:
                 _set(message, field, item)

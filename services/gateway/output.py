@@ -123,12 +123,6 @@ def _gzip(body: bytes) -> bytes:
     return isal_zlib.compress(body, _GZIP_LEVEL, _GZIP_WBITS)
 
 
-def _takes_gzip(request: web.Request) -> bool:
-    """Whether Accept-Encoding names gzip (kube looks for the bare token, no q-value)."""
-    accepted = request.headers.get("Accept-Encoding", "")
-    return any(token.strip() == "gzip" for token in accepted.split(","))
-
-
 # Groups kube serves through go-restful, its router: the legacy groups and those
 # under k8s.io (a CRD may take such a group only with kube's api-approved
 # annotation). Custom resources have a handler of their own, without the
@@ -248,7 +242,8 @@ async def render_output(request: web.Request, handler: Handler) -> web.StreamRes
         response.content_type = YAML
     elif wants_pretty(request):
         body = indented(body)
-    if len(body) >= GZIP_THRESHOLD_BYTES and _takes_gzip(request):
+    accepted = request.headers.get("Accept-Encoding", "")
+    if len(body) >= GZIP_THRESHOLD_BYTES and negotiation.takes_gzip(accepted):
         body = (
             await asyncio.to_thread(_gzip, body) if len(body) > _GZIP_INLINE_BYTES else _gzip(body)
         )
