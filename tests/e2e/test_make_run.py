@@ -26,14 +26,26 @@ REPO = Path(__file__).resolve().parents[2]
 SERVICES = ["etcd", "storage", "cacher", "registry", "gateway"]
 
 
+def _stat(stat: Path) -> tuple[str, int]:
+    """A /proc stat file's state and process group (the fields after the ")"
+    that closes the command name: state ppid pgrp ...)."""
+    state, _ppid, pgrp = stat.read_text().rsplit(")", 1)[1].split()[:3]
+    return state, int(pgrp)
+
+
 def _group(pgid: int) -> list[str]:
-    """The command lines of the live processes in process group pgid."""
+    """The command lines of the live processes in process group pgid. A process
+    whose main thread has exited shows as a zombie while its other threads (a
+    service's gRPC threads) still run and still hold its files, the home lock
+    among them: it is live until every thread is a zombie."""
     members = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            # Fields after the ")" closing the command name: state ppid pgrp ...
-            state, _ppid, pgrp = stat.read_text().rsplit(")", 1)[1].split()[:3]
-            if int(pgrp) == pgid and state != "Z":
+            state, pgrp = _stat(stat)
+            if pgrp != pgid:
+                continue
+            threads = (_stat(task)[0] for task in stat.parent.glob("task/*/stat"))
+            if state != "Z" or any(s != "Z" for s in threads):
                 members.append((stat.parent / "cmdline").read_text().replace("\0", " "))
         except (OSError, ValueError):
             continue  # exited while we looked
