@@ -7,11 +7,16 @@ with fields an operation does not have.
 A plain JSON parser keeps the last of a repeated key without a word, and
 orjson is one; a body whose fieldValidation cares is read a second time by the
 standard library's parser, whose object_pairs_hook sees every key as given.
-Both the gateway (patch bodies) and the registry (objects) ask."""
+That second parse costs several times the first, so a caller holding the
+object orjson made may first ask `may_repeat`: the keys its text gives against
+the keys the object kept, counted in C, tell a body without repeats (nearly
+all) at a fraction of the price. Both the gateway (patch bodies) and the
+registry (objects) ask."""
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 # The fields of a JSON patch operation (RFC 6902), as kube decodes them.
@@ -26,6 +31,41 @@ class _Twice(dict[str, Any]):
     def __init__(self, pairs: list[tuple[str, Any]]) -> None:
         super().__init__(pairs)
         self.pairs = pairs
+
+
+# A key's closing quote with whitespace before its colon.
+_SPACED_KEY = re.compile(rb'"[ \t\r\n]+:')
+
+
+def keys_in(value: Any) -> int:
+    """How many keys the objects in a decoded JSON value hold, all levels."""
+    if type(value) is dict:
+        count = len(value)
+        for item in value.values():
+            if type(item) is dict or type(item) is list:
+                count += keys_in(item)
+        return count
+    count = 0
+    if type(value) is list:
+        for item in value:
+            if type(item) is dict or type(item) is list:
+                count += keys_in(item)
+    return count
+
+
+def may_repeat(body: bytes, keys: int) -> bool:
+    """Whether body (valid JSON) may give a key twice, given keys_in of what a
+    parser that keeps the last of a repeated key made of it.
+
+    In JSON a string followed by a colon is a key, and a quote inside a string
+    is escaped, so the quotes not after a backslash that a colon follows count
+    the keys as given; a parser kept fewer exactly when one repeats. Two rare
+    shapes defeat that count, a quote after an escaped backslash (`\\\\"`)
+    and whitespace before a colon (compact and indented JSON have none): such
+    a body is taken to repeat, and read again."""
+    if b'\\\\"' in body or _SPACED_KEY.search(body):
+        return True
+    return body.count(b'":') - body.count(b'\\":') != keys
 
 
 def _parsed(body: bytes) -> tuple[Any, bool] | None:
@@ -92,7 +132,9 @@ def key_order(path: str) -> str:
     return path.translate({ord("."): "\x00", ord("["): "\x01"})
 
 
-def object_errors(body: bytes, unknown: list[str], *, typed: bool) -> list[str]:
+def object_errors(
+    body: bytes, unknown: list[str], *, typed: bool, keys: int | None = None
+) -> list[str]:
     """kube's strict decoding errors for an object's JSON body, given the paths
     of the fields its schema does not know.
 
@@ -100,8 +142,9 @@ def object_errors(body: bytes, unknown: list[str], *, typed: bool) -> list[str]:
     duplicate fields interleaved in document order, and a field both unknown
     and duplicated (or inside an unknown one) as unknown only. A custom
     resource's reports every duplicate first, then the unknown fields its
-    pruning found, in key order."""
-    parsed = _parsed(body)
+    pruning found, in key order. keys: keys_in of the object as first decoded,
+    when the caller has it (the body is read again only if may_repeat)."""
+    parsed = _parsed(body) if keys is None or may_repeat(body, keys) else None
     if parsed is None or not parsed[1]:
         listed = unknown if typed else sorted(unknown, key=key_order)
         return [f'unknown field "{p}"' for p in listed]
