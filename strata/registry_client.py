@@ -1,9 +1,9 @@
 """The Registry API as strata's services call it (the gateway, and the
 registry's own controllers through strata.client): creates, gets, lists,
 updates and deletes over the Registry Pipeline stream (see strata.pipeline),
-each failure raised as the error its unary RPC would have raised, so callers
-and status_from_rpc_error take them alike; discovery and watches through the
-stub. One client, so one stream, per channel (registry_client)."""
+each failure raised as the StatusError it carries (as status_from_rpc_error
+reads the failure of a unary RPC); discovery and watches through the stub. One
+client, so one stream, per channel (registry_client)."""
 
 from __future__ import annotations
 
@@ -12,19 +12,17 @@ import weakref
 import grpc
 
 from strata import telemetry
-from strata.api.wire import REGISTRY_SERVICE_NAME, rpc_error
+from strata.api.errors import StatusError, service_unavailable
+from strata.api.wire import REGISTRY_SERVICE_NAME, status_from_rpc_error, status_of
 from strata.pipeline import BULK, ORDINARY, PipelineClient
 from strata.proto.registry.v1 import registry_pb2, registry_pb2_grpc
 
 
-def pipeline_error(error: grpc.aio.AioRpcError | None) -> grpc.aio.AioRpcError:
+def pipeline_error(error: grpc.aio.AioRpcError | None) -> StatusError:
     """What the calls waiting on a broken (error) or closed (None) stream get."""
     if error is not None:
-        return error
-    closed = registry_pb2.Failure(
-        code=grpc.StatusCode.UNAVAILABLE.value[0], details="the registry pipeline closed"
-    )
-    return rpc_error(closed)
+        return status_from_rpc_error(error)
+    return service_unavailable("registry unavailable: the registry pipeline closed")
 
 
 class RegistryClient:
@@ -47,7 +45,7 @@ class RegistryClient:
     ) -> registry_pb2.Result:
         result = await self._pipeline.call(call, f"{REGISTRY_SERVICE_NAME}/{method}", lane=lane)
         if result.WhichOneof("response") == "failure":
-            raise rpc_error(result.failure)
+            raise status_of(result.failure)
         return result
 
     async def Create(self, request: registry_pb2.CreateRequest) -> registry_pb2.ObjectResponse:

@@ -15,22 +15,22 @@ do when the apiserver starts; the registry's garbage collector lists every
 served resource, so in a running system that is at start.
 A watch from a revision the cache has not reached yet waits for it.
 
-Objects are kept in key order, so a namespace is a range of keys; an index by
-name serves metadata.name selectors. Watchers are indexed by the key or prefix
-they watch, so an event reaches only those that can want it, and each event is
-encoded once for all of them.
+The objects themselves, and the lists read from them, are CachedObjects
+(objects.py). Watchers are indexed by the key or prefix they watch, so an event
+reaches only those that can want it, and each event is encoded once for all of
+them.
 """
 
 from __future__ import annotations
 
 import asyncio
-import bisect
 import contextlib
 import contextvars
 import time
 from collections.abc import AsyncGenerator, Callable
 
 from services.cacher import metrics
+from services.cacher.objects import CachedObjects
 from services.cacher.watchers import (
     DEFAULT_BUDGET_SECONDS,
     DEFAULT_BUFFER,
@@ -44,7 +44,6 @@ from strata import telemetry
 from strata.proto.storage.v1 import storage_pb2
 from strata.storage import (
     Expired,
-    KeyNotFound,
     ListOptions,
     ListResult,
     Storage,
@@ -52,7 +51,6 @@ from strata.storage import (
     TooLargeResourceVersion,
     Unavailable,
     WatchOptions,
-    continuation,
     resource_of,
 )
 from strata.storage import wire_bytes as wire
@@ -113,12 +111,7 @@ class WatchCache:
             upper=window_upper,
             on_resize=metrics.capacity.labels(self._resource).set,
         )
-        self._objects: dict[str, Object] = {}
-        self._keys: list[str] = []  # the keys of _objects, sorted
-        self._by_name: dict[str, set[str]] = {}
-        # key -> its object serialized, once a list or a watch's initial state
-        # read it: a list's items and ADDED events are then joins of these.
-        self._encoded: dict[str, bytes] = {}
+        self._objects = CachedObjects()
         self.revision = 0
         self._exact: dict[str, WatcherGroup] = {}
         self._prefixed: dict[str, WatcherGroup] = {}
@@ -197,38 +190,13 @@ class WatchCache:
     def _replace(self, result: ListResult) -> None:
         # A relist starts a new window: watchers resume and get 410 if they must.
         self._close_watchers()
-        self._objects = {obj.key: obj for obj in result.items}
-        self._keys = sorted(self._objects)
-        self._by_name = {}
-        for obj in result.items:
-            self._by_name.setdefault(obj.name, set()).add(obj.key)
-        self._encoded.clear()
+        self._objects.replace(result.items)
         self.revision = result.resource_version
         self.window.reset(result.resource_version)
         if not self._synced.is_set():
             self._synced.set()
             if self._on_synced is not None:
                 self._on_synced()
-
-    def _store(self, obj: Object) -> None:
-        key = obj.key
-        if key not in self._objects:
-            bisect.insort(self._keys, key)
-            self._by_name.setdefault(obj.name, set()).add(key)
-        self._objects[key] = obj
-        self._encoded.pop(key, None)
-
-    def _remove(self, key: str) -> None:
-        obj = self._objects.pop(key, None)
-        if obj is None:
-            return
-        del self._keys[bisect.bisect_left(self._keys, key)]
-        names = self._by_name.get(obj.name)
-        if names is not None:
-            names.discard(key)
-            if not names:
-                del self._by_name[obj.name]
-        self._encoded.pop(key, None)
 
     async def _apply(self, event: Event) -> None:
         if event.type == Event.BOOKMARK:
@@ -237,11 +205,11 @@ class WatchCache:
         else:
             self._received.inc()
             obj = event.object
-            previous = self._objects.get(obj.key)
+            previous = self._objects.find(obj.key)
             if event.type == Event.DELETED:
-                self._remove(obj.key)
+                self._objects.remove(obj.key)
             else:
-                self._store(obj)
+                self._objects.store(obj)
             change = Change(event, previous)
             self.window.append(event.resource_version, change)
             self.revision = event.resource_version
@@ -330,53 +298,12 @@ class WatchCache:
     # --- reads -------------------------------------------------------------------
 
     def get(self, key: str) -> Object:
-        obj = self._objects.get(key)
-        if obj is None:
-            raise KeyNotFound(key)
-        return obj
-
-    def _keys_under(self, prefix: str) -> list[str]:
-        """The keys of the objects under prefix, in order."""
-        first = bisect.bisect_left(self._keys, prefix)
-        return self._keys[first : bisect.bisect_left(self._keys, prefix + "\U0010ffff", first)]
+        return self._objects.get(key)
 
     def read_list(self, prefix: str, matches: Matcher, limit: int = 0) -> ListResult:
         """The objects under prefix at the cache's revision, at most limit of them,
         with a continue token storage accepts for the rest."""
-        name = matches.fields.exact("metadata.name") if not matches.fields.empty else None
-        if name is not None:
-            keys = sorted(k for k in self._by_name.get(name, ()) if k.startswith(prefix))
-        else:
-            keys = self._keys_under(prefix)
-        items: list[Object] = []
-        encoded: list[bytes] = []
-        objects = self._objects
-        for examined, key in enumerate(keys, 1):
-            obj = objects[key]
-            if not matches(obj):
-                continue
-            items.append(obj)
-            encoded.append(self._encoded_object(key, obj))
-            if limit and len(items) == limit:
-                remaining_keys = len(keys) - examined
-                if remaining_keys == 0:
-                    break
-                token = continuation.encode(self.revision, key[len(prefix) :] + "\x00")
-                remaining = remaining_keys if matches.everything else None
-                return ListResult(
-                    items=items,
-                    resource_version=self.revision,
-                    continue_token=token,
-                    remaining_item_count=remaining,
-                    encoded=encoded,
-                )
-        return ListResult(items=items, resource_version=self.revision, encoded=encoded)
-
-    def _encoded_object(self, key: str, obj: Object) -> bytes:
-        data = self._encoded.get(key)
-        if data is None:
-            data = self._encoded[key] = obj.SerializeToString()
-        return data
+        return self._objects.read_list(prefix, matches, limit, self.revision)
 
     async def wait_for_revision(self, revision: int) -> None:
         """Return once the cache has reached revision; TooLargeResourceVersion after a while.
@@ -418,13 +345,14 @@ class WatchCache:
 
     def _initial(self, watcher: Watcher) -> list[bytes]:
         """The current state a watcher wants, as encoded ADDED events."""
-        keys = self._keys_under(watcher.key) if watcher.recursive else [watcher.key]
+        objects = self._objects
+        keys = objects.keys_under(watcher.key) if watcher.recursive else [watcher.key]
         events = []
         for key in keys:
-            obj = self._objects.get(key)
+            obj = objects.find(key)
             if obj is None or not watcher.matches(obj):
                 continue
-            events.append(wire.added_event(self._encoded_object(key, obj), obj.resource_version))
+            events.append(wire.added_event(objects.encoded(key, obj), obj.resource_version))
         return events
 
     async def _open(

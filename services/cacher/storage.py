@@ -119,14 +119,33 @@ class CachedStorage:
         for cache in self._caches.values():
             await cache.stop()
 
-    async def create(self, key: str, value: bytes, *, ttl_seconds: int = 0) -> storage_pb2.Object:
-        return await self._upstream.create(key, value, ttl_seconds=ttl_seconds)
+    # Writes go to storage as they came, envelope and all: the cacher decodes nothing.
+
+    async def create(
+        self,
+        key: str,
+        value: bytes,
+        *,
+        ttl_seconds: int = 0,
+        envelope: storage_pb2.Envelope | None = None,
+    ) -> storage_pb2.Object:
+        return await self._upstream.create(key, value, ttl_seconds=ttl_seconds, envelope=envelope)
 
     async def update(
-        self, key: str, value: bytes, *, expected_resource_version: int, ttl_seconds: int = 0
+        self,
+        key: str,
+        value: bytes,
+        *,
+        expected_resource_version: int,
+        ttl_seconds: int = 0,
+        envelope: storage_pb2.Envelope | None = None,
     ) -> storage_pb2.Object:
         return await self._upstream.update(
-            key, value, expected_resource_version=expected_resource_version, ttl_seconds=ttl_seconds
+            key,
+            value,
+            expected_resource_version=expected_resource_version,
+            ttl_seconds=ttl_seconds,
+            envelope=envelope,
         )
 
     async def delete(

@@ -10,8 +10,9 @@ from pathlib import Path
 
 from aiohttp import web
 
-from services.gateway import authn, pki, requests
+from services.gateway import pki
 from services.gateway.app import build_app
+from services.gateway.chain import authentication, limits
 from services.gateway.identity import IdentityLease, advertise_address
 from strata import service, telemetry
 from strata.proto.registry.v1 import registry_pb2_grpc
@@ -36,14 +37,14 @@ def main() -> None:
         parser,
         "max-requests-inflight",
         "STRATA_GATEWAY_MAX_REQUESTS_INFLIGHT",
-        str(requests.MAX_READ_ONLY_IN_FLIGHT),
+        str(limits.MAX_READ_ONLY_IN_FLIGHT),
         "read-only requests served at once, past which they get 429 (0: no limit)",
     )
     service.flag(
         parser,
         "max-mutating-requests-inflight",
         "STRATA_GATEWAY_MAX_MUTATING_REQUESTS_INFLIGHT",
-        str(requests.MAX_MUTATING_IN_FLIGHT),
+        str(limits.MAX_MUTATING_IN_FLIGHT),
         "mutating requests served at once, past which they get 429 (0: no limit)",
     )
     service.flag(
@@ -79,8 +80,12 @@ async def _run(args: argparse.Namespace) -> None:
     ca, cert, key = pki.ensure_pki(home / "pki", sorted({host, "127.0.0.1", "localhost"}))
     token = pki.ensure_admin_token(home)
     try:
-        tokens = authn.read_token_file(Path(args.token_auth_file)) if args.token_auth_file else {}
-    except (OSError, authn.TokenFileError) as e:
+        tokens = (
+            authentication.read_token_file(Path(args.token_auth_file))
+            if args.token_auth_file
+            else {}
+        )
+    except (OSError, authentication.TokenFileError) as e:
         raise SystemExit(f"strata-gateway: --token-auth-file: {e}") from None
     tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     tls.load_cert_chain(cert, key)

@@ -21,7 +21,7 @@ from isal import isal_zlib
 
 from services.gateway import negotiation, patches, paths
 from services.gateway.negotiation import PARTIAL, PARTIAL_LIST, YAML, Output
-from strata.api import gomarshal
+from strata.api import gomarshal, patch_types
 from strata.api.errors import StatusError
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -141,7 +141,7 @@ def _patch_refusal(request: web.Request, info: paths.RequestInfo) -> StatusError
     media = patches.patch_media(request.headers.get("Content-Type", ""))
     if _routed(info.group):
         return None if media in patches.CONSUMED else patches.unsupported_media_type()
-    custom = (*patches.FOR_CUSTOM, patches.APPLY_PATCH)
+    custom = (*patch_types.FOR_CUSTOM, patch_types.APPLY_PATCH)
     return None if media in custom else negotiation.unsupported_body(custom)
 
 

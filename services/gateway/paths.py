@@ -1,7 +1,7 @@
 """RequestInfo: what a REST path asks for (kube's RequestInfoFactory), parsed
 without knowing which resources exist; the handler checks that afterwards.
-Also how a request's boolean query parameters read, and whether it is a watch:
-every filter and handler asks the same questions of a request."""
+Also how a request's boolean query parameters read, whether it is a watch, and
+its verb: every filter and handler asks the same questions of a request."""
 
 from __future__ import annotations
 
@@ -104,3 +104,30 @@ def info_of(request: web.Request) -> RequestInfo | None:
 def watching(request: web.Request, info: RequestInfo) -> bool:
     """A GET that watches: the legacy /watch/ path or ?watch=."""
     return request.method == "GET" and (info.watch_path or truthy(request.query.get("watch")))
+
+
+# The verbs of the methods on a named object, on a collection and on a
+# subresource (a GET, which may be a watch, is decided apart).
+_NAMED_VERBS = {"PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+_COLLECTION_VERBS = {"POST": "create", "DELETE": "deletecollection"}
+_SUBRESOURCE_VERBS = {"PUT": "update", "PATCH": "patch"}
+
+
+def verb(request: web.Request, info: RequestInfo) -> str:
+    """kube's verb of a resource request as strata serves it: get, list, watch,
+    create, update, patch, delete or deletecollection; "" for a method the path
+    has no route for (405). A namespace's finalize is only ever PUT."""
+    method = request.method
+    if info.subresource:
+        if info.subresource == "finalize" and method != "PUT":
+            return ""
+        if method == "GET":
+            return "" if watching(request, info) else "get"
+        return _SUBRESOURCE_VERBS.get(method, "")
+    if watching(request, info):
+        return "watch"
+    if method == "GET":
+        return "get" if info.name else "list"
+    if info.watch_path:
+        return ""
+    return (_NAMED_VERBS if info.name else _COLLECTION_VERBS).get(method, "")

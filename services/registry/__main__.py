@@ -7,18 +7,8 @@ import asyncio
 
 import grpc
 
-from services.registry.aggregation import ClusterRoleAggregation
-from services.registry.allocation import IPRange, PortRange, ServiceAllocations
-from services.registry.bootstrap import bootstrap
-from services.registry.crd_controllers import CRDCleanup, CRDNaming
-from services.registry.gc import GarbageCollector
-from services.registry.known_namespaces import KnownNamespaces
-from services.registry.kubernetes_service import KubernetesService
-from services.registry.leader import LeaderElection, Timing, default_identity
-from services.registry.namespaces import NamespaceLifecycle
-from services.registry.readiness import storage_readiness
-from services.registry.repair import AllocationRepair
-from services.registry.resources import (
+from services.registry.builtin.allocation import IPRange, PortRange, ServiceAllocations
+from services.registry.builtin.resources import (
     BUILT_IN,
     CLUSTER_ROLE_BINDINGS,
     CLUSTER_ROLES,
@@ -27,13 +17,24 @@ from services.registry.resources import (
     EVENTS,
     LEASES,
     NAMESPACES,
+    SCHEME,
     SERVICE_ACCOUNTS,
     SERVICES,
 )
+from services.registry.controllers.aggregation import ClusterRoleAggregation
+from services.registry.controllers.bootstrap import bootstrap
+from services.registry.controllers.crd_controllers import CRDCleanup, CRDNaming
+from services.registry.controllers.gc import GarbageCollector
+from services.registry.controllers.kubernetes_service import KubernetesService
+from services.registry.controllers.leader import LeaderElection, Timing, default_identity
+from services.registry.controllers.namespaces import NamespaceLifecycle
+from services.registry.controllers.repair import AllocationRepair
+from services.registry.controllers.serviceaccounts import DefaultServiceAccounts
+from services.registry.generic.store import Store
+from services.registry.known_namespaces import KnownNamespaces
+from services.registry.readiness import storage_readiness
 from services.registry.served import ServedStores
 from services.registry.server import RegistryServicer, add_to_server
-from services.registry.serviceaccounts import DefaultServiceAccounts
-from services.registry.store import Store
 from strata import service, telemetry
 from strata.api.wire import REGISTRY_SERVICE_NAME
 from strata.storage import GrpcStorage
@@ -120,6 +121,28 @@ def main() -> None:
     service.run(_run(args))
 
 
+def _built_in(
+    args: argparse.Namespace,
+    storage: GrpcStorage,
+    allocations: ServiceAllocations,
+    known_namespaces: KnownNamespaces,
+) -> list[Store]:
+    """A Store for each built-in resource, given what its writes need beyond it."""
+    hooks = {SERVICES.name: allocations}
+    ttls = {EVENTS.name: args.event_ttl_seconds}
+    return [
+        Store(
+            r,
+            storage,
+            hooks.get(r.name),
+            ttl_seconds=ttls.get(r.name, 0),
+            namespaces=known_namespaces,
+            scheme=SCHEME,
+        )
+        for r in BUILT_IN
+    ]
+
+
 async def _run(args: argparse.Namespace) -> None:
     channel = service.connect(args.storage)
     storage = GrpcStorage(channel)
@@ -127,19 +150,8 @@ async def _run(args: argparse.Namespace) -> None:
     controllers: list[asyncio.Task[None]] = []
 
     allocations = ServiceAllocations(storage, args.cluster_ips, args.node_ports)
-    hooks = {SERVICES.name: allocations}
-    ttls = {EVENTS.name: args.event_ttl_seconds}
     known_namespaces = KnownNamespaces()
-    stores = [
-        Store(
-            r,
-            storage,
-            hooks.get(r.name),
-            ttl_seconds=ttls.get(r.name, 0),
-            namespaces=known_namespaces,
-        )
-        for r in BUILT_IN
-    ]
+    stores = _built_in(args, storage, allocations, known_namespaces)
     store_of = {s.resource.name: s for s in stores}
     namespaces, cluster_roles = store_of[NAMESPACES.name], store_of[CLUSTER_ROLES.name]
     definitions = store_of[CUSTOM_RESOURCE_DEFINITIONS.name]

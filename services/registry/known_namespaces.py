@@ -17,8 +17,8 @@ from typing import Any
 
 import grpc
 
-from services.registry.informed import informer_for
-from services.registry.resources import NAMESPACES
+from services.registry.builtin.resources import NAMESPACES
+from services.registry.controllers.informed import informer_for
 from strata.client import SharedIndexInformer
 
 # kube's forceLiveLookupTTL.
@@ -28,7 +28,11 @@ Obj = dict[str, Any]
 
 
 class KnownNamespaces:
+    """The Stores' `Namespaces` (services/registry/generic/namespace_lifecycle.py)."""
+
     def __init__(self, force_live_lookup_seconds: float = FORCE_LIVE_LOOKUP_SECONDS) -> None:
+        # What namespaces are, for the Stores' checks to read them from storage.
+        self.resource = NAMESPACES
         self._informer: SharedIndexInformer | None = None
         self._force_live_seconds = force_live_lookup_seconds
         # Namespaces deleted here lately: until when their cached state is not trusted.
@@ -37,7 +41,7 @@ class KnownNamespaces:
     def follow(self, registry: grpc.aio.Channel) -> SharedIndexInformer:
         """The informer to read from (for the caller to start once the registry
         serves, and to stop)."""
-        self._informer = informer_for(registry, NAMESPACES)
+        self._informer = informer_for(registry, self.resource)
         return self._informer
 
     def cached(self, name: str) -> Obj | None:

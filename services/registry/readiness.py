@@ -18,7 +18,7 @@ from collections.abc import AsyncGenerator
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from services.registry.declarations import Resource
+from services.registry.generic.declarations import Resource
 from strata import telemetry
 from strata.storage import SERVICE_NAME, ListOptions, Storage, StorageError
 

@@ -18,11 +18,11 @@ from typing import Any
 import grpc
 import orjson
 
-from services.registry import custom
-from services.registry.informed import informer_for
+from services.registry.builtin.resources import CUSTOM_RESOURCE_DEFINITIONS
+from services.registry.controllers.informed import informer_for
+from services.registry.extensions import custom
+from services.registry.generic.store import Store
 from services.registry.known_namespaces import KnownNamespaces
-from services.registry.resources import CUSTOM_RESOURCE_DEFINITIONS
-from services.registry.store import Store
 from strata import telemetry
 from strata.api import errors
 from strata.client import EventHandler, SharedIndexInformer

@@ -8,10 +8,12 @@ from typing import TypeVar
 import grpc
 import orjson
 
-from services.registry import warnings
-from services.registry.deletion import DeleteOptions
+from services.registry.generic import warnings
+from services.registry.generic.deletion import DeleteOptions
+from services.registry.generic.options import Page, Paging, Rendering, Selection
+from services.registry.generic.patching.patcher import Patch
+from services.registry.generic.store import Store
 from services.registry.served import ServedStores
-from services.registry.store import Page, Paging, Rendering, Selection, Store
 from services.registry.watches import Opened, Route, serve_watches
 from strata import pipeline, protowire, service, telemetry
 from strata.api.errors import StatusError
@@ -234,9 +236,22 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
 
     async def _update(self, request: registry_pb2.UpdateRequest) -> registry_pb2.ObjectResponse:
         ref = request.resource
+        created = False
 
         async def update() -> bytes:
+            nonlocal created
             store = await self._store(ref)
+            if request.HasField("patch"):
+                sent = request.patch
+                value, created = await store.patch(
+                    ref.namespace,
+                    request.name,
+                    Patch(type=sent.type, body=sent.body, force=sent.force),
+                    dry_run=request.dry_run,
+                    subresource=request.subresource,
+                    field_manager=request.field_manager,
+                )
+                return value
             return await store.update(
                 ref.namespace,
                 request.name,
@@ -246,7 +261,9 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
                 field_manager=request.field_manager,
             )
 
-        return await _object(update, request.field_validation, request.decoding)
+        response = await _object(update, request.field_validation, request.decoding)
+        response.created = created
+        return response
 
     async def _delete(self, request: registry_pb2.DeleteRequest) -> registry_pb2.ObjectResponse:
         preconditions = None

@@ -13,7 +13,9 @@ import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
-from services.registry.store import Rendering, Store, WatchItem
+from services.registry.generic.options import Rendering
+from services.registry.generic.store import Store
+from services.registry.generic.watching import WatchItem
 from strata import telemetry
 from strata.api.errors import StatusError
 from strata.proto.registry.v1 import registry_pb2

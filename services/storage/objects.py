@@ -1,8 +1,10 @@
-"""Between etcd values and storage envelopes.
+"""Between etcd values and storage envelopes, for what storage still decodes.
 
 etcd holds an object's JSON without metadata.resourceVersion (kube's versioner
 clears it on write); on the way out the revision is set into the JSON once, here,
-so no layer above has to decode an object to learn or stamp its version.
+so no layer above has to decode an object to learn or stamp its version. A write
+that carries its envelope is not decoded at all (strata.storage.envelopes); one
+without is decoded here and made final the same way.
 """
 
 from __future__ import annotations
@@ -13,10 +15,7 @@ import orjson
 
 from strata.api import key_order
 from strata.proto.storage.v1 import storage_pb2
-from strata.storage import CorruptObject, InvalidObject, ObjectTooLarge
-
-# etcd's default --max-request-bytes: a larger put is refused by etcd itself.
-MAX_OBJECT_BYTES = 1536 * 1024
+from strata.storage import CorruptObject, InvalidObject, envelopes
 
 
 def _decode(value: bytes) -> dict[str, Any] | None:
@@ -29,32 +28,22 @@ def _decode(value: bytes) -> dict[str, Any] | None:
     return obj
 
 
-_METADATA = b'"metadata":{'
-_UID = b'"uid":"'
-
-
-def for_etcd(key: str, value: bytes) -> tuple[dict[str, Any], bytes]:
-    """The decoded object and the bytes to store (resourceVersion removed), in
-    kube's key order (strata.api.key_order).
-
-    A built-in object's kind, apiVersion and metadata lead, so the first
-    `"metadata":{` in its bytes is the object's own and a revision can be
-    stamped in without decoding.
-    """
+def for_etcd(
+    key: str, value: bytes, envelope: storage_pb2.Envelope | None = None
+) -> envelopes.Final:
+    """A write's value and envelope as storage keeps them. With an envelope the
+    value is final already: it is only checked, never decoded. Without one it is
+    decoded and made final here: resourceVersion removed, in kube's key order.
+    InvalidObject when it is not an object (or the envelope does not fit it);
+    ObjectTooLarge when the bytes are over etcd's limit."""
+    if envelope is not None:
+        envelopes.check_size(key, value)
+        envelopes.check_place(key, value, envelope)
+        return envelopes.Final(envelope, value)
     decoded = _decode(value)
     if decoded is None:
         raise InvalidObject(key, f"object for {key} is not a JSON object with metadata")
-    decoded.setdefault("metadata", {}).pop("resourceVersion", None)
-    if key_order.holds_custom_resources(key):
-        obj, data = decoded, key_order.dumps(decoded, custom=True)
-    else:
-        obj = key_order.built_in(decoded)
-        data = orjson.dumps(obj)
-    if len(data) > MAX_OBJECT_BYTES:
-        raise ObjectTooLarge(
-            key, f"object is too large to store: {len(data)} bytes, limit is {MAX_OBJECT_BYTES}"
-        )
-    return obj, data
+    return envelopes.final(key, decoded)
 
 
 def stored(key: str, value: bytes) -> dict[str, Any]:
@@ -63,42 +52,6 @@ def stored(key: str, value: bytes) -> dict[str, Any]:
     if obj is None:
         raise CorruptObject(key, f"stored value at {key} is not a JSON object with metadata")
     return obj
-
-
-def stamped(data: bytes, revision: int) -> bytes:
-    """data (as for_etcd wrote it) with metadata.resourceVersion set, without
-    decoding: after uid, as ObjectMeta has it (first, for an object without one)."""
-    at = data.index(_METADATA) + len(_METADATA)
-    field = b'"resourceVersion":"' + str(revision).encode() + b'"'
-    # name, generateName and namespace, the only fields before uid, hold no quotes.
-    uid = data.find(_UID, at)
-    if uid != -1 and data.find(b"{", at, uid) == -1:
-        end = data.index(b'"', uid + len(_UID)) + 1
-        return data[:end] + b"," + field + data[end:]
-    return data[:at] + field + (b"" if data[at : at + 1] == b"}" else b",") + data[at:]
-
-
-def _envelope(key: str, meta: dict[str, Any], value: bytes, revision: int) -> storage_pb2.Object:
-    labels = meta.get("labels") or {}
-    return storage_pb2.Object(
-        key=key,
-        value=value,
-        resource_version=revision,
-        namespace=str(meta.get("namespace", "")),
-        name=str(meta.get("name", "")),
-        uid=str(meta.get("uid", "")),
-        labels={str(k): str(v) for k, v in labels.items()},
-        owned=bool(meta.get("ownerReferences")),
-        deleting=bool(meta.get("deletionTimestamp")),
-    )
-
-
-def written(key: str, obj: dict[str, Any], data: bytes, revision: int) -> storage_pb2.Object:
-    """The envelope of an object just stored as data at revision."""
-    if key_order.holds_custom_resources(key):
-        # Sorted keys put resourceVersion among metadata's nested maps: encode.
-        return envelope(key, obj, revision)
-    return _envelope(key, obj["metadata"], stamped(data, revision), revision)
 
 
 def envelope(key: str, obj: dict[str, Any], revision: int) -> storage_pb2.Object:
@@ -111,14 +64,17 @@ def envelope(key: str, obj: dict[str, Any], revision: int) -> storage_pb2.Object
         and "selfLink" not in meta
         and not key_order.holds_custom_resources(key)
     ):
-        # As stored (uid and the fields before it are what stamped expects): put
-        # in order (only a check, for what for_etcd wrote) and stamped, rather
-        # than moving resourceVersion into place in a dict rebuilt for it.
+        # As stored (uid and the fields before it are what built_in_place
+        # expects): put in order (only a check, for what final wrote) and
+        # stamped, rather than moving resourceVersion into place in a dict
+        # rebuilt for it.
         obj = key_order.built_in(obj)
-        return _envelope(key, obj["metadata"], stamped(orjson.dumps(obj), revision), revision)
+        data = orjson.dumps(obj)
+        data = envelopes.stamped(data, envelopes.built_in_place(data), revision)
+        return envelopes.object_of(key, data, envelopes.envelope_of(obj["metadata"]), revision)
     meta["resourceVersion"] = str(revision)
     data = key_order.dumps(obj, custom=key_order.holds_custom_resources(key))
-    return _envelope(key, meta, data, revision)
+    return envelopes.object_of(key, data, envelopes.envelope_of(meta), revision)
 
 
 def from_etcd(key: str, value: bytes, revision: int) -> storage_pb2.Object:

@@ -17,17 +17,17 @@ from collections.abc import AsyncGenerator, Callable
 import grpc
 
 from services.storage import metrics, objects
-from services.storage.encryption import Transformers, UnreadableValue
+from services.storage.encryption import Transformers
+from services.storage.etcd_calls import etcd_errors, guarded, put
 from services.storage.leases import LeaseManager
 from services.storage.reads import PointReads
+from services.storage.sealing import Sealing
 from strata.etcd import Etcd, prefix_end
-from strata.proto.etcd.etcdserverpb import rpc_pb2
 from strata.proto.etcd.mvccpb import kv_pb2
 from strata.proto.storage.v1 import storage_pb2
 from strata.storage import (
     EXACT,
     Conflict,
-    CorruptObject,
     Expired,
     GetOptions,
     InvalidObject,
@@ -41,6 +41,7 @@ from strata.storage import (
     WatchOptions,
     check_preconditions,
     continuation,
+    envelopes,
 )
 from strata.storage.requests import (
     Matcher,
@@ -53,7 +54,6 @@ from strata.storage.requests import (
     through,
 )
 
-Compare = rpc_pb2.Compare
 Event = storage_pb2.WatchEvent
 # How long a read "not older than N" waits for etcd to reach N (kube's cacher waits 3s).
 DEFAULT_FUTURE_WAIT_SECONDS = 3.0
@@ -76,72 +76,6 @@ CONTINUE_EXPIRED = (
 )
 
 
-def _prefix_label(stored: bytes) -> str:
-    """The transformer prefix a stored value names ("k8s:enc:aesgcm:v1:key1"), or identity."""
-    if not stored.startswith(b"k8s:enc:"):
-        return "identity"
-    return b":".join(stored.split(b":", 5)[:5]).decode(errors="replace")
-
-
-def _guarded(ekey: bytes, *, unchanged_since: int | None) -> rpc_pb2.TxnRequest:
-    """A Txn on ekey whose success branch (left for the caller to fill) runs if the
-    key is unchanged since that mod revision, or, given None, does not exist.
-
-    Built in place: upb copies every message handed to a constructor, and this
-    runs on every write. A create has no failure branch (kube's has none: a
-    failed compare says the key exists); other writes read the key back there,
-    to tell a missing key from a changed one.
-    """
-    request = rpc_pb2.TxnRequest()
-    compare = request.compare.add()
-    compare.key = ekey
-    compare.result = Compare.EQUAL
-    if unchanged_since is not None:
-        compare.target = Compare.MOD
-        compare.mod_revision = unchanged_since
-        request.failure.add().request_range.key = ekey
-    else:
-        compare.target = Compare.CREATE
-        compare.create_revision = 0
-    return request
-
-
-def _put(
-    ekey: bytes, value: bytes, lease: int, *, unchanged_since: int | None = None
-) -> rpc_pb2.TxnRequest:
-    request = _guarded(ekey, unchanged_since=unchanged_since)
-    put = request.success.add().request_put
-    put.key, put.value, put.lease = ekey, value, lease
-    return request
-
-
-class _etcd_errors:
-    """etcd's gRPC errors as storage errors; at_revision names the revision read.
-
-    A class rather than a generator context manager: it runs on every request.
-    """
-
-    __slots__ = ("_at", "_key")
-
-    def __init__(self, key: str, at_revision: int = 0) -> None:
-        self._key, self._at = key, at_revision
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: object, error: BaseException | None, _: object) -> None:
-        if not isinstance(error, grpc.aio.AioRpcError):
-            return
-        details = error.details() or ""
-        if "required revision has been compacted" in details:
-            raise Expired(self._key, f"too old resource version: {self._at}") from None
-        if "required revision is a future revision" in details:
-            raise TooLargeResourceVersion(
-                self._key, f"Too large resource version: {self._at}"
-            ) from None
-        raise Unavailable(self._key, f"etcd: {details or error.code().name}") from None
-
-
 class EtcdStorage:
     def __init__(
         self,
@@ -156,7 +90,7 @@ class EtcdStorage:
         self._etcd = etcd
         self._leases = LeaseManager(etcd)
         self._prefix = prefix.rstrip("/")
-        self._transformers = transformers
+        self._sealing = Sealing(transformers)
         self._reads = PointReads(etcd)
         # (etcd key, revision) -> envelope. A key's value at a revision never
         # changes, so this holds what was written or read lately, never stale.
@@ -176,26 +110,6 @@ class EtcdStorage:
     def _key(self, etcd_key: bytes) -> str:
         return etcd_key.decode()[len(self._prefix) :]
 
-    def _sealed(self, key: str, ekey: bytes, data: bytes) -> bytes:
-        """data as etcd stores it: encrypted when the resource is configured so."""
-        if self._transformers is None:
-            return data
-        writer = self._transformers.providers(key)[0]
-        with metrics.transformation("to_storage", writer.prefix.decode().rstrip(":") or "identity"):
-            return self._transformers.write(key, ekey, data)
-
-    def _opened(self, key: str, ekey: bytes, stored: bytes) -> tuple[bytes, bool]:
-        """The plaintext of a stored value, and whether a provider that does not
-        write read it (stale: a rotated key's)."""
-        if self._transformers is None:
-            return stored, False
-        try:
-            with metrics.transformation("from_storage", _prefix_label(stored)):
-                decrypted = self._transformers.read(key, ekey, stored)
-                return decrypted.plaintext, decrypted.stale
-        except UnreadableValue as e:
-            raise CorruptObject(key, f"cannot read the stored value at {key}: {e}") from None
-
     def _object(self, ekey: bytes, stored: bytes, at: int) -> storage_pb2.Object:
         """The envelope of the value stored at ekey as of revision at (its mod
         revision, or the delete revision for a deleted key's last state)."""
@@ -206,7 +120,7 @@ class EtcdStorage:
 
     def _decoded(self, ekey: bytes, stored: bytes, at: int) -> storage_pb2.Object:
         key = self._key(ekey)
-        plaintext, stale = self._opened(key, ekey, stored)
+        plaintext, stale = self._sealing.opened(key, ekey, stored)
         obj = objects.from_etcd(key, plaintext, at)
         obj.stale = stale
         return obj
@@ -220,42 +134,55 @@ class EtcdStorage:
 
     # --- writes ----------------------------------------------------------------
 
-    async def create(self, key: str, value: bytes, *, ttl_seconds: int = 0) -> storage_pb2.Object:
+    async def create(
+        self,
+        key: str,
+        value: bytes,
+        *,
+        ttl_seconds: int = 0,
+        envelope: storage_pb2.Envelope | None = None,
+    ) -> storage_pb2.Object:
         ekey = self._etcd_key(key)
-        obj, data_plain = objects.for_etcd(key, value)
-        data = self._sealed(key, ekey, data_plain)
+        written = objects.for_etcd(key, value, envelope)
+        data = self._sealing.sealed(key, ekey, written.value)
         self._on_resource(key)
-        with _etcd_errors(key), metrics.etcd_request("create", key):
+        with etcd_errors(key), metrics.etcd_request("create", key):
             lease = await self._leases.lease_for(ttl_seconds) if ttl_seconds > 0 else 0
-            response = await self._etcd.txn(_put(ekey, data, lease))
+            response = await self._etcd.txn(put(ekey, data, lease))
         if not response.succeeded:
             raise KeyExists(key)
         revision = response.header.revision
-        return self._remember(ekey, revision, objects.written(key, obj, data_plain, revision))
+        return self._remember(ekey, revision, envelopes.answer(key, written, revision))
 
     async def update(
-        self, key: str, value: bytes, *, expected_resource_version: int, ttl_seconds: int = 0
+        self,
+        key: str,
+        value: bytes,
+        *,
+        expected_resource_version: int,
+        ttl_seconds: int = 0,
+        envelope: storage_pb2.Envelope | None = None,
     ) -> storage_pb2.Object:
         ekey = self._etcd_key(key)
-        obj, data = objects.for_etcd(key, value)
-        with _etcd_errors(key), metrics.etcd_request("update", key):
+        written = objects.for_etcd(key, value, envelope)
+        with etcd_errors(key), metrics.etcd_request("update", key):
             lease = await self._leases.lease_for(ttl_seconds) if ttl_seconds > 0 else 0
-            sealed = self._sealed(key, ekey, data)
+            sealed = self._sealing.sealed(key, ekey, written.value)
             response = await self._etcd.txn(
-                _put(ekey, sealed, lease, unchanged_since=expected_resource_version)
+                put(ekey, sealed, lease, unchanged_since=expected_resource_version)
             )
         if not response.succeeded:
             if not response.responses[0].response_range.kvs:
                 raise KeyNotFound(key)
             raise Conflict(key, f"{key}: resourceVersion {expected_resource_version} is stale")
         revision = response.header.revision
-        return self._remember(ekey, revision, objects.written(key, obj, data, revision))
+        return self._remember(ekey, revision, envelopes.answer(key, written, revision))
 
     async def delete(
         self, key: str, *, preconditions: Preconditions | None = None
     ) -> storage_pb2.Object:
         ekey = self._etcd_key(key)
-        with _etcd_errors(key), metrics.etcd_request("delete", key):
+        with etcd_errors(key), metrics.etcd_request("delete", key):
             current = await self._etcd.range(ekey)
             while True:
                 if not current.kvs:
@@ -265,7 +192,7 @@ class EtcdStorage:
                     check_preconditions(
                         self._object(ekey, kv.value, kv.mod_revision), preconditions
                     )
-                remove = _guarded(ekey, unchanged_since=kv.mod_revision)
+                remove = guarded(ekey, unchanged_since=kv.mod_revision)
                 remove.success.add().request_delete_range.key = ekey
                 response = await self._etcd.txn(remove)
                 if response.succeeded:
@@ -275,7 +202,7 @@ class EtcdStorage:
     # --- reads -----------------------------------------------------------------
 
     async def current_revision(self) -> int:
-        with _etcd_errors(""):
+        with etcd_errors(""):
             response = await self._etcd.range(b"/", count_only=True)
         return response.header.revision
 
@@ -303,7 +230,7 @@ class EtcdStorage:
         wanted = revision(key, opts.resource_version)
         check_match(key, opts.resource_version, opts.resource_version_match)
         exact = opts.resource_version_match == EXACT
-        with _etcd_errors(key, wanted), metrics.etcd_request("get", key):
+        with etcd_errors(key, wanted), metrics.etcd_request("get", key):
             if exact:
                 try:
                     response = await self._etcd.range(ekey, revision=wanted)
@@ -325,7 +252,7 @@ class EtcdStorage:
 
     async def count(self, prefix: str) -> int:
         start = self._etcd_key(prefix)
-        with _etcd_errors(prefix), metrics.etcd_request("count", prefix):
+        with etcd_errors(prefix), metrics.etcd_request("count", prefix):
             response = await self._etcd.range(start, prefix_end(start), count_only=True)
         return response.count
 
@@ -333,7 +260,7 @@ class EtcdStorage:
         self._etcd.request_progress()
 
     async def compact(self, revision: int) -> None:
-        with _etcd_errors("", revision):
+        with etcd_errors("", revision):
             await self._etcd.compact(revision)
 
     async def list(self, prefix: str, opts: ListOptions = ListOptions()) -> ListResult:
@@ -390,7 +317,7 @@ class EtcdStorage:
         everything = matches.everything
         envelopes = self._envelopes
         while True:
-            with _etcd_errors(prefix, at), metrics.etcd_request("list", prefix):
+            with etcd_errors(prefix, at), metrics.etcd_request("list", prefix):
                 response = await self._etcd.range(
                     key_from, end, revision=at, limit=batch, serializable=serializable
                 )
@@ -442,7 +369,7 @@ class EtcdStorage:
         matches = compile_predicate(key, opts.predicate)
         since = requested
         interval = opts.progress_interval_seconds or self._progress_interval
-        with _etcd_errors(key, requested):
+        with etcd_errors(key, requested):
             if sends_initial_state(since, opts):
                 # The current state as ADDED (for "" and "0", and for a watch-list,
                 # whose resourceVersion means "not older than"), then every change.

@@ -1,7 +1,7 @@
 """metadata.managedFields: which field manager owns which fields of an object,
 as kube's field manager keeps them (FieldsV1 sets), and what an ordinary write
 (operation Update) does to them. Server-side apply's own rules build on these
-(services/gateway/apply.py).
+(services/registry/generic/patching/apply.py).
 
 A field is a path from the object's root: field names, and for the items of a
 list its schema declares a map (x-kubernetes-list-type: map, keyed by

@@ -1,5 +1,7 @@
 """How an API Status crosses gRPC between registry and gateway: the Status JSON
-in trailing metadata, with a gRPC code that matches its HTTP code."""
+in trailing metadata, with a gRPC code that matches its HTTP code, or in a
+pipelined call's Failure beside the same code; and back into the StatusError
+it was, from either."""
 
 from __future__ import annotations
 
@@ -39,13 +41,11 @@ async def abort_with_status(
 
 
 def status_from_rpc_error(error: grpc.aio.AioRpcError) -> StatusError:
-    """The Status a failed registry call carries, or one describing the failure."""
+    """The Status a failed registry RPC carries, or one describing the failure."""
     for key, value in error.trailing_metadata() or ():
         if key == STATUS_METADATA_KEY and isinstance(value, bytes):
             return StatusError.from_json(value)
-    if error.code() == grpc.StatusCode.UNAVAILABLE:
-        return service_unavailable(f"registry unavailable: {error.details()}")
-    return internal(f"registry call failed: {error.code().name}: {error.details()}")
+    return _undescribed(error.code(), error.details())
 
 
 def failure(error: StatusError) -> registry_pb2.Failure:
@@ -57,13 +57,16 @@ def failure(error: StatusError) -> registry_pb2.Failure:
 _BY_NUMBER = {code.value[0]: code for code in grpc.StatusCode}
 
 
-def rpc_error(failed: registry_pb2.Failure) -> grpc.aio.AioRpcError:
-    """A pipelined call's failure as the error its unary RPC would have raised,
-    so callers (and status_from_rpc_error) take both alike."""
-    trailing = ((STATUS_METADATA_KEY, failed.status),) if failed.status else ()
-    return grpc.aio.AioRpcError(
-        _BY_NUMBER.get(failed.code, grpc.StatusCode.UNKNOWN),
-        grpc.aio.Metadata(),
-        grpc.aio.Metadata(*trailing),
-        failed.details,
-    )
+def status_of(failed: registry_pb2.Failure) -> StatusError:
+    """The Status a pipelined call's failure carries, or one describing it, as
+    status_from_rpc_error reads the same failure of the unary RPC."""
+    if failed.status:
+        return StatusError.from_json(failed.status)
+    return _undescribed(_BY_NUMBER.get(failed.code, grpc.StatusCode.UNKNOWN), failed.details)
+
+
+def _undescribed(code: grpc.StatusCode, details: str | None) -> StatusError:
+    """A failure that carries no Status (the registry unreachable, or a bug)."""
+    if code == grpc.StatusCode.UNAVAILABLE:
+        return service_unavailable(f"registry unavailable: {details}")
+    return internal(f"registry call failed: {code.name}: {details}")

@@ -14,6 +14,7 @@ from typing import Any
 import grpc
 import orjson
 
+from strata.api.errors import StatusError
 from strata.api.wire import status_from_rpc_error
 from strata.client._dynamic import Resource, WatchEvent, namespace_of
 from strata.client._errors import ApiError, api_error
@@ -23,8 +24,8 @@ from strata.registry_client import registry_client
 Obj = dict[str, Any]
 
 
-def _api_error(e: grpc.aio.AioRpcError) -> ApiError:
-    status = status_from_rpc_error(e)
+def _api_error(status: StatusError) -> ApiError:
+    """The typed ApiError (NotFound, Conflict...) the REST client raises for status."""
     return api_error(status.code, status.to_json())
 
 
@@ -57,7 +58,7 @@ class RegistryResourceClient:
     async def _object(self, call: Any) -> Obj:
         try:
             answer = await call
-        except grpc.aio.AioRpcError as e:
+        except StatusError as e:
             raise _api_error(e) from None
         found: Obj = orjson.loads(answer.object)
         return found
@@ -135,7 +136,7 @@ class RegistryResourceClient:
         ref = self._ref(None if all_namespaces else namespace)
         try:
             page = await self.registry.List(registry_pb2.ListRequest(resource=ref, options=options))
-        except grpc.aio.AioRpcError as e:
+        except StatusError as e:
             raise _api_error(e) from None
         metadata: Obj = {"resourceVersion": str(page.resource_version)}
         if token := getattr(page, "continue"):
@@ -195,7 +196,7 @@ class RegistryResourceClient:
                         raise api_error(int(obj.get("code") or 500), frame.event.object)
                     yield WatchEvent(frame.event.type, obj)
         except grpc.aio.AioRpcError as e:
-            raise _api_error(e) from None
+            raise _api_error(status_from_rpc_error(e)) from None
         finally:
             done.set()
             call.cancel()

@@ -7,7 +7,9 @@ cacher) is public here too, so no service reaches into a private module:
 predicates), `watch_stream` (Storage/WatchStream served for any
 implementation), `continuation` (kube's list continue tokens), `wire_bytes`
 (Pipeline results and watch frames written as wire bytes), and the typed
-errors as they cross the wire (`abort`, `restore`, `from_failure`).
+errors as they cross the wire (`abort`, `restore`, `from_failure`). What every
+writer shares is public too: `envelopes` (an object's final bytes and the
+envelope a write carries, so storage need not decode what it stores).
 """
 
 from strata.storage._client import GrpcStorage, WatchStreamCall

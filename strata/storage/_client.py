@@ -128,8 +128,18 @@ class GrpcStorage:
             raise from_failure(result.failure)
         return getattr(result, answer)
 
-    async def create(self, key: str, value: bytes, *, ttl_seconds: int = 0) -> storage_pb2.Object:
+    async def create(
+        self,
+        key: str,
+        value: bytes,
+        *,
+        ttl_seconds: int = 0,
+        envelope: storage_pb2.Envelope | None = None,
+    ) -> storage_pb2.Object:
         request = storage_pb2.CreateRequest(key=key, value=value, ttl_seconds=ttl_seconds)
+        if envelope is not None:
+            # Copied in place: a constructor given the message copies it slowly.
+            request.envelope.CopyFrom(envelope)
         obj: storage_pb2.Object = await self._unary("Create", "create", request, "object")
         return obj
 
@@ -158,7 +168,13 @@ class GrpcStorage:
         return _list_result(response)
 
     async def update(
-        self, key: str, value: bytes, *, expected_resource_version: int, ttl_seconds: int = 0
+        self,
+        key: str,
+        value: bytes,
+        *,
+        expected_resource_version: int,
+        ttl_seconds: int = 0,
+        envelope: storage_pb2.Envelope | None = None,
     ) -> storage_pb2.Object:
         request = storage_pb2.UpdateRequest(
             key=key,
@@ -166,6 +182,8 @@ class GrpcStorage:
             expected_resource_version=expected_resource_version,
             ttl_seconds=ttl_seconds,
         )
+        if envelope is not None:
+            request.envelope.CopyFrom(envelope)
         obj: storage_pb2.Object = await self._unary("Update", "update", request, "object")
         return obj
 

@@ -96,8 +96,20 @@ class WatchOptions:
 
 
 class Storage(Protocol):
-    async def create(self, key: str, value: bytes, *, ttl_seconds: int = 0) -> storage_pb2.Object:
-        """Store value at key; KeyExists if something is there. A TTL expires it via a lease."""
+    async def create(
+        self,
+        key: str,
+        value: bytes,
+        *,
+        ttl_seconds: int = 0,
+        envelope: storage_pb2.Envelope | None = None,
+    ) -> storage_pb2.Object:
+        """Store value at key; KeyExists if something is there. A TTL expires it via a lease.
+
+        With an envelope, value is final and stored as it is, undecoded
+        (strata.storage.envelopes.final makes both); without one, storage
+        decodes it and drops metadata.resourceVersion and puts it in kube's
+        key order itself."""
         ...
 
     async def get(self, key: str, opts: GetOptions = GetOptions()) -> storage_pb2.Object:
@@ -109,11 +121,17 @@ class Storage(Protocol):
         ...
 
     async def update(
-        self, key: str, value: bytes, *, expected_resource_version: int, ttl_seconds: int = 0
+        self,
+        key: str,
+        value: bytes,
+        *,
+        expected_resource_version: int,
+        ttl_seconds: int = 0,
+        envelope: storage_pb2.Envelope | None = None,
     ) -> storage_pb2.Object:
         """Compare-and-swap: Conflict unless the stored object is at
         expected_resource_version. A TTL expires it that long from now; without
-        one it stays."""
+        one it stays. envelope as for create."""
         ...
 
     async def delete(

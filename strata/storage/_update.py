@@ -9,8 +9,11 @@ from collections.abc import Awaitable, Callable
 from strata.proto.storage.v1 import storage_pb2
 from strata.storage._errors import Conflict, KeyNotFound
 from strata.storage._interface import GetOptions, Preconditions, Storage
+from strata.storage.envelopes import Final, stamped
 
-UpdateFn = Callable[[storage_pb2.Object], Awaitable[bytes]]
+# fn's result: the new value, or the new value made final with its envelope
+# (strata.storage.envelopes.final), which storage then stores undecoded.
+UpdateFn = Callable[[storage_pb2.Object], Awaitable[bytes | Final]]
 # A read of the object as it is now.
 _LATEST = GetOptions(resource_version="")
 
@@ -60,24 +63,35 @@ async def guaranteed_update(
                 raise
             current, confirmed = fresh, True
             continue
-        if value == current.value and not ttl_seconds:
+        if _unchanged(value, current) and not ttl_seconds:
             if not confirmed:
                 # Only a consistent read says whether the stored value is stale.
                 current, confirmed = await storage.get(key, _LATEST), True
                 continue
             if not current.stale:
                 return current
+        envelope, data = (None, value) if isinstance(value, bytes) else value
         try:
             return await storage.update(
                 key,
-                value,
+                data,
                 expected_resource_version=current.resource_version,
                 ttl_seconds=ttl_seconds,
+                envelope=envelope,
             )
         except Conflict:
             if max_attempts and attempt >= max_attempts:
                 raise
             current, confirmed = await storage.get(key, _LATEST), True
+
+
+def _unchanged(value: bytes | Final, current: storage_pb2.Object) -> bool:
+    """Whether value is current's value byte for byte (a final one once it is
+    stamped with current's revision, as current's own value is)."""
+    if isinstance(value, bytes):
+        return value == current.value
+    at = value.envelope.resource_version_at
+    return stamped(value.value, at, current.resource_version) == current.value
 
 
 async def _at_version(storage: Storage, key: str, version: int) -> storage_pb2.Object | None:

@@ -1,5 +1,5 @@
 """Built-in objects as kube's Go types make them, on create, update and every
-kind of patch (services/registry/typed.py): empty maps and lists left out,
+kind of patch (services/registry/generic/typed.py): empty maps and lists left out,
 empty structs kept, a null map value or list item its zero value; a custom
 resource keeps its own empty maps and lists, its metadata alone taken as Go's
 ObjectMeta. Each step is compared with what kube-apiserver v1.36 answered to

@@ -17,9 +17,9 @@ import grpc
 import orjson
 import pytest
 
+from services.registry.builtin.resources import CONFIGMAPS, NAMESPACES
+from services.registry.generic.store import Store
 from services.registry.known_namespaces import KnownNamespaces
-from services.registry.resources import CONFIGMAPS, NAMESPACES
-from services.registry.store import Store
 from strata.api.errors import StatusError
 from strata.client import SharedIndexInformer
 from strata.dev import System

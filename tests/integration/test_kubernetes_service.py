@@ -14,11 +14,12 @@ import aiohttp
 import grpc
 import orjson
 
-from services.registry.kubernetes_service import IDENTITY_SELECTOR, KubernetesService
-from services.registry.resources import ENDPOINTS as ENDPOINTS_RESOURCE
-from services.registry.resources import LEASES as LEASES_RESOURCE
-from services.registry.resources import SERVICES as SERVICES_RESOURCE
-from services.registry.store import Page, Paging, Rendering, Selection, Store
+from services.registry.builtin.resources import ENDPOINTS as ENDPOINTS_RESOURCE
+from services.registry.builtin.resources import LEASES as LEASES_RESOURCE
+from services.registry.builtin.resources import SERVICES as SERVICES_RESOURCE
+from services.registry.controllers.kubernetes_service import IDENTITY_SELECTOR, KubernetesService
+from services.registry.generic.options import Page, Paging, Rendering, Selection
+from services.registry.generic.store import Store
 from strata.dev import System
 from strata.storage import GrpcStorage
 from tests.support.registry_tester import Obj, answer, until

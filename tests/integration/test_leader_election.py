@@ -14,9 +14,10 @@ import grpc
 import orjson
 import pytest
 
-from services.registry.leader import LEASE_NAMESPACE, LeaderElection, Timing
-from services.registry.resources import LEASES, NAMESPACES
-from services.registry.store import Rendering, Store
+from services.registry.builtin.resources import LEASES, NAMESPACES
+from services.registry.controllers.leader import LEASE_NAMESPACE, LeaderElection, Timing
+from services.registry.generic.options import Rendering
+from services.registry.generic.store import Store
 from strata.api.errors import StatusError
 from strata.storage import GrpcStorage
 

@@ -16,8 +16,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from services.cacher.storage import CachedStorage
 from services.gateway.app import build_app
+from services.registry.builtin.resources import CONFIGMAPS
 from services.registry.readiness import storage_readiness
-from services.registry.resources import CONFIGMAPS
 from strata.api.wire import REGISTRY_SERVICE_NAME
 from strata.service import mirror_readiness
 from strata.storage import (

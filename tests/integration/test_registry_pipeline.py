@@ -1,6 +1,6 @@
 """The Registry Pipeline stream as the gateway uses it, against the running
-registry: many calls in flight on one stream, each failure the Status and gRPC
-code its unary RPC would have ended with, an empty call refused, and a closed
+registry: many calls in flight on one stream, each failure raised as the Status
+its unary RPC would have ended with, an empty call refused, and a closed
 pipeline a 503 for what still waits on it."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from strata import service
-from strata.api.wire import status_from_rpc_error
+from strata.api.errors import StatusError
 from strata.dev import System
 from strata.proto.registry.v1 import registry_pb2
 from strata.registry_client import RegistryClient, pipeline_error
@@ -53,19 +53,26 @@ async def test_calls_share_the_stream_and_fail_as_their_unary_rpcs_would(system:
         listed = await registry.List(registry_pb2.ListRequest(resource=ref))
         assert len(listed.items) == 50
 
-        with pytest.raises(grpc.aio.AioRpcError) as missing:
+        with pytest.raises(StatusError) as missing:
             await registry.Get(registry_pb2.GetRequest(resource=ref, name="missing"))
-        assert missing.value.code() == grpc.StatusCode.NOT_FOUND
-        status = status_from_rpc_error(missing.value)
+        status = missing.value
         assert (status.code, status.reason, status.message) == (
             404,
             "NotFound",
             'configmaps "missing" not found',
         )
-        with pytest.raises(grpc.aio.AioRpcError) as invalid:
+        with pytest.raises(StatusError) as invalid:
             request = registry_pb2.CreateRequest(resource=ref, body=_config_map("Not_Valid"))
             await registry.Create(request)
-        assert status_from_rpc_error(invalid.value).reason == "Invalid"
+        assert invalid.value.reason == "Invalid"
+
+        # On the wire, the failure has the gRPC code of its unary RPC.
+        get = registry_pb2.GetRequest(resource=ref, name="missing")
+        calls = registry_pb2.Calls(calls=[registry_pb2.Call(id=6, get=get)])
+        async for results in registry.stub.Pipeline(iter([calls])):
+            [result] = results.results
+            assert result.failure.code == grpc.StatusCode.NOT_FOUND.value[0]
+            break
 
         # A call that asks nothing is refused, and the stream goes on.
         calls = registry_pb2.Calls(calls=[registry_pb2.Call(id=7)])
@@ -84,6 +91,6 @@ async def test_calls_share_the_stream_and_fail_as_their_unary_rpcs_would(system:
 
 
 def test_a_closed_pipeline_is_the_registry_unavailable() -> None:
-    status = status_from_rpc_error(pipeline_error(None))
+    status = pipeline_error(None)
     assert (status.code, status.reason) == (503, "ServiceUnavailable")
     assert "the registry pipeline closed" in status.message

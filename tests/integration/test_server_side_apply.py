@@ -3,7 +3,7 @@ step's object and managedFields compared with what kube-apiserver v1.36
 answered to the same sequence (tests/support/apply_cases.py says how they were
 recorded). Apply's own rules are checked against the same answers in
 tests/unit/test_apply_sequences.py; here the registry's part counts too: a
-built-in kind's object as kube's Go types make it (services/registry/typed.py:
+built-in kind's object as kube's Go types make it (services/registry/generic/typed.py:
 empty maps and lists left out, a null map value its zero), a LabelSelector
 owned whole."""
 

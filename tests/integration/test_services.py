@@ -17,10 +17,11 @@ import grpc
 import orjson
 import pytest
 
-from services.registry.allocation import IPRange, Owner, PortRange, ServiceAllocations
-from services.registry.repair import AllocationRepair
-from services.registry.resources import NAMESPACES, SERVICES
-from services.registry.store import Paging, Store
+from services.registry.builtin.allocation import IPRange, Owner, PortRange, ServiceAllocations
+from services.registry.builtin.resources import NAMESPACES, SERVICES
+from services.registry.controllers.repair import AllocationRepair
+from services.registry.generic.options import Paging
+from services.registry.generic.store import Store
 from strata.api import names
 from strata.api.errors import StatusError
 from strata.etcd import Etcd, prefix_end

@@ -16,8 +16,8 @@ import grpc
 import orjson
 import pytest
 
-from services.registry.resources import CONFIGMAPS, NAMESPACES
-from services.registry.store import Store
+from services.registry.builtin.resources import CONFIGMAPS, NAMESPACES
+from services.registry.generic.store import Store
 from strata.proto.storage.v1 import storage_pb2
 from strata.storage import GetOptions, GrpcStorage, guaranteed_update
 from tests.support.registry_tester import configmap

@@ -23,7 +23,7 @@ from typing import Any, cast
 import aiohttp
 import orjson
 
-from services.registry.strategy import lookup
+from services.registry.generic.strategy import lookup
 from strata.etcd import Etcd
 
 Obj = dict[str, Any]

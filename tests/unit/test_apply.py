@@ -1,5 +1,5 @@
 """Field ownership (strata.api.managed_fields) and server-side apply's rules
-(services/gateway/apply.py): field sets as FieldsV1, what ordinary writes do to
+(services/registry/generic/patching/apply.py): field sets as FieldsV1, what ordinary writes do to
 ownership, conflicts with kube's messages, forcing, removing what a manager stops
 applying, and applying to nothing (a create)."""
 
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from services.gateway import apply
-from services.registry.kind_schemas import DEPLOYMENT
+from services.registry.builtin.kind_schemas import DEPLOYMENT
+from services.registry.generic.patching import apply
 from strata.api import managed_fields
 from strata.api.errors import StatusError
 from strata.api.managed_fields import Key, Value

@@ -1,10 +1,11 @@
-"""Server-side apply's merge, removal and ownership rules (services/gateway/apply.py)
-against kube's recorded answers to the same apply sequences
-(tests/support/apply_cases.py): each step's managedFields (fieldsV1 sets, in
-kube's order, with a clock that stands still) and conflicts, and for ConfigMaps
-and custom resources the object itself. Between steps the object goes through what kube's Go types
-make of it (go_encoded), as kube's live object does: the registry's part of a
-write, emulated here so that apply's own part is what is tested."""
+"""Server-side apply's merge, removal and ownership rules
+(services/registry/generic/patching/apply.py) against kube's recorded answers
+to the same apply sequences (tests/support/apply_cases.py): each step's
+managedFields (fieldsV1 sets, in kube's order, with a clock that stands still)
+and conflicts, and for ConfigMaps and custom resources the object itself.
+Between steps the object goes through what kube's Go types make of it
+(go_encoded), as kube's live object does: the registry's part of a write,
+emulated here so that apply's own part is what is tested."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from services.gateway import apply
-from services.registry.kind_schemas import CONFIG_MAP, DEPLOYMENT
+from services.registry.builtin.kind_schemas import CONFIG_MAP, DEPLOYMENT
+from services.registry.generic.patching import apply
 from strata.api import managed_fields
 from strata.api.errors import StatusError
 from strata.api.schemas import OBJECT_META
@@ -28,7 +29,7 @@ _ZERO = {"string": "", "integer": 0, "number": 0, "boolean": False}
 
 def _with_atomic_selector(schema: Obj) -> Obj:
     """DEPLOYMENT as kube's schema has it: a LabelSelector is an atomic map
-    (services/registry/kind_schemas.py does not say so yet)."""
+    (services/registry/builtin/kind_schemas.py does not say so yet)."""
     schema = copy.deepcopy(schema)
     schema["properties"]["spec"]["properties"]["selector"]["x-kubernetes-map-type"] = "atomic"
     return schema

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from services.registry import rounds
+from services.registry.controllers import rounds
 from strata.api import errors
 
 

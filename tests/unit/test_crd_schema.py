@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from services.registry import jsonpath
-from services.registry.schema import default, prune, validate
-from services.registry.schema_structure import schema_causes
+from services.registry.extensions import jsonpath
+from services.registry.extensions.schema_structure import schema_causes
+from services.registry.generic.schema import default, prune, validate
 
 Obj = dict[str, Any]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from services.gateway import handlers, kubeproto, negotiation, paths
+from services.gateway import kubeproto, negotiation, paths, responses
 from strata.api.errors import StatusError
 from strata.proto.k8s import apps_v1_pb2, core_v1_pb2, meta_v1_pb2, runtime_pb2
 
@@ -308,4 +308,4 @@ def test_protobuf_of_unknown_type_and_garbage_are_400() -> None:
     ],
 )
 def test_warning_headers_quote_as_go_does(text: str, header: str) -> None:
-    assert handlers.warning_header(text) == header
+    assert responses.warning_header(text) == header

@@ -13,8 +13,11 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from prometheus_client import generate_latest
 
-from services.gateway import requests
-from services.gateway.app import render_status
+from services.gateway.chain.audit import audit_id
+from services.gateway.chain.limits import InFlight
+from services.gateway.chain.metrics import RequestMetrics
+from services.gateway.chain.status import render_status
+from services.gateway.chain.timeouts import timeouts
 
 
 class Held:
@@ -31,18 +34,18 @@ class Held:
 
 
 @pytest.fixture
-async def served() -> AsyncIterator[tuple[aiohttp.ClientSession, Held, requests.RequestMetrics]]:
-    metrics = requests.RequestMetrics()
-    limits = requests.InFlight(metrics, read_only=2, mutating=1)
+async def served() -> AsyncIterator[tuple[aiohttp.ClientSession, Held, RequestMetrics]]:
+    metrics = RequestMetrics()
+    limits = InFlight(metrics, read_only=2, mutating=1)
     app = web.Application(
         middlewares=[
             metrics.middleware,
             render_status,
             limits.middleware,
-            requests.timeouts(30),
+            timeouts(30),
         ]
     )
-    app.on_response_prepare.append(requests.audit_id)
+    app.on_response_prepare.append(audit_id)
     held = Held()
     app.router.add_route("*", "/api/{tail:.+}", held.handle)
     app.router.add_route("*", "/apis/{tail:.+}", held.handle)
@@ -61,7 +64,7 @@ async def _entered(held: Held, count: int) -> None:
 
 
 async def test_requests_past_the_limit_get_429_and_watches_do_not_count(
-    served: tuple[aiohttp.ClientSession, Held, requests.RequestMetrics],
+    served: tuple[aiohttp.ClientSession, Held, RequestMetrics],
 ) -> None:
     session, held, _ = served
     path = "/api/v1/namespaces/a/configmaps"
@@ -89,7 +92,7 @@ async def test_requests_past_the_limit_get_429_and_watches_do_not_count(
 
 
 async def test_metrics_carry_kubes_labels_and_responses_an_audit_id(
-    served: tuple[aiohttp.ClientSession, Held, requests.RequestMetrics],
+    served: tuple[aiohttp.ClientSession, Held, RequestMetrics],
 ) -> None:
     session, held, metrics = served
     held.release.set()
@@ -146,7 +149,7 @@ async def test_metrics_carry_kubes_labels_and_responses_an_audit_id(
 
 
 async def test_a_request_past_its_timeout_is_504_and_watches_have_none(
-    served: tuple[aiohttp.ClientSession, Held, requests.RequestMetrics],
+    served: tuple[aiohttp.ClientSession, Held, RequestMetrics],
 ) -> None:
     session, held, metrics = served
     path = "/api/v1/namespaces/a/configmaps"

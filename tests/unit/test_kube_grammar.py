@@ -11,8 +11,9 @@ import base64
 import orjson
 import pytest
 
-from services.registry import bodies
-from services.registry.resources import BUILT_IN, Resource
+from services.registry.builtin.resources import BUILT_IN
+from services.registry.generic import bodies
+from services.registry.generic.declarations import Resource
 from strata.api import base64data, errors, gojson
 from strata.api.errors import StatusError
 from strata.api.selectors import parse_field_selector, parse_label_selector

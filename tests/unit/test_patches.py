@@ -1,5 +1,6 @@
-"""The gateway's patch application: JSON patch, merge patch and strategic
-merge patch with kube's merge keys and directives."""
+"""The registry's patch application (services/registry/generic/patching/merge.py): JSON
+patch, merge patch and strategic merge patch with kube's merge keys and
+directives."""
 
 from __future__ import annotations
 
@@ -8,18 +9,17 @@ from typing import Any
 import orjson
 import pytest
 
-from services.gateway import patches
-from services.registry import kind_schemas
+from services.registry.builtin import kind_schemas
+from services.registry.generic.patching import merge
+from strata.api import patch_types
 from strata.api.errors import StatusError
 
 # The rules kubectl and the gateway read off the Deployment schema.
-DEPLOYMENT_RULES = patches.rules_for(orjson.dumps(kind_schemas.DEPLOYMENT))
+DEPLOYMENT_RULES = merge.rules_for(kind_schemas.DEPLOYMENT)
 
 
 def applied(content_type: str, original: Any, patch: Any) -> Any:
-    return orjson.loads(
-        patches.apply(content_type, orjson.dumps(original), orjson.dumps(patch), DEPLOYMENT_RULES)
-    )
+    return merge.apply(content_type, original, orjson.dumps(patch), DEPLOYMENT_RULES)
 
 
 def test_merge_rules_come_from_the_schema() -> None:
@@ -33,9 +33,9 @@ def test_merge_rules_come_from_the_schema() -> None:
     assert rules.keys["status.conditions"] == "type"
     assert f"{pod}.containers[].args" not in rules.keys  # atomic
     assert rules.sets == {"metadata.finalizers", "spec.template.metadata.finalizers"}
-    service = patches.rules_for(orjson.dumps(kind_schemas.SERVICE))
+    service = merge.rules_for(kind_schemas.SERVICE)
     assert service.keys["spec.ports"] == "port"
-    assert patches.rules_for(b"").keys == {"metadata.ownerReferences": "uid"}
+    assert merge.rules_for(None).keys == {"metadata.ownerReferences": "uid"}
 
 
 def deployment(*containers: dict[str, Any]) -> dict[str, Any]:
@@ -49,7 +49,7 @@ def containers(obj: dict[str, Any]) -> Any:
 def test_merge_patch_merges_maps_deletes_nulls_and_replaces_lists() -> None:
     original = {"metadata": {"labels": {"a": "1", "b": "2"}}, "items": [1, 2], "keep": True}
     patch = {"metadata": {"labels": {"a": None, "c": "3"}}, "items": [3]}
-    assert applied(patches.MERGE_PATCH, original, patch) == {
+    assert applied(patch_types.MERGE_PATCH, original, patch) == {
         "metadata": {"labels": {"b": "2", "c": "3"}},
         "items": [3],
         "keep": True,
@@ -59,13 +59,13 @@ def test_merge_patch_merges_maps_deletes_nulls_and_replaces_lists() -> None:
 def test_strategic_merge_merges_containers_by_name() -> None:
     original = deployment({"name": "a", "image": "x:1"}, {"name": "b", "image": "y:1"})
     patch = deployment({"name": "b", "image": "y:2"}, {"name": "c", "image": "z:1"})
-    assert containers(applied(patches.STRATEGIC_MERGE_PATCH, original, patch)) == [
+    assert containers(applied(patch_types.STRATEGIC_MERGE_PATCH, original, patch)) == [
         {"name": "a", "image": "x:1"},
         {"name": "b", "image": "y:2"},
         {"name": "c", "image": "z:1"},
     ]
     # A merge patch replaces the whole list instead.
-    assert containers(applied(patches.MERGE_PATCH, original, patch)) == containers(patch)
+    assert containers(applied(patch_types.MERGE_PATCH, original, patch)) == containers(patch)
 
 
 def test_strategic_merge_nested_lists_use_their_own_keys() -> None:
@@ -79,7 +79,7 @@ def test_strategic_merge_nested_lists_use_their_own_keys() -> None:
             "ports": [{"containerPort": 80, "name": "http"}],
         }
     )
-    assert containers(applied(patches.STRATEGIC_MERGE_PATCH, original, patch)) == [
+    assert containers(applied(patch_types.STRATEGIC_MERGE_PATCH, original, patch)) == [
         {
             "name": "a",
             "env": [{"name": "X", "value": "1"}, {"name": "Y", "value": "2"}],
@@ -91,12 +91,12 @@ def test_strategic_merge_nested_lists_use_their_own_keys() -> None:
 def test_strategic_merge_directives() -> None:
     original = deployment({"name": "a", "image": "x"}, {"name": "b", "image": "y"})
     deleted = applied(
-        patches.STRATEGIC_MERGE_PATCH, original, deployment({"name": "a", "$patch": "delete"})
+        patch_types.STRATEGIC_MERGE_PATCH, original, deployment({"name": "a", "$patch": "delete"})
     )
     assert containers(deleted) == [{"name": "b", "image": "y"}]
 
     replaced = applied(
-        patches.STRATEGIC_MERGE_PATCH,
+        patch_types.STRATEGIC_MERGE_PATCH,
         original,
         deployment({"$patch": "replace"}, {"name": "c", "image": "z"}),
     )
@@ -107,12 +107,12 @@ def test_strategic_merge_directives() -> None:
         {"name": "b"},
         {"name": "a"},
     ]
-    reordered = applied(patches.STRATEGIC_MERGE_PATCH, original, ordered)
+    reordered = applied(patch_types.STRATEGIC_MERGE_PATCH, original, ordered)
     assert [c["name"] for c in containers(reordered)] == ["b", "a"]
     assert containers(reordered)[1]["image"] == "x2"
 
     map_replaced = applied(
-        patches.STRATEGIC_MERGE_PATCH,
+        patch_types.STRATEGIC_MERGE_PATCH,
         {"spec": {"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}}}},
         {"spec": {"strategy": {"type": "Recreate", "$retainKeys": ["type"]}}},
     )
@@ -122,11 +122,11 @@ def test_strategic_merge_directives() -> None:
 def test_strategic_merge_finalizers_are_a_set() -> None:
     original = {"metadata": {"finalizers": ["a/x", "b/y"]}}
     merged = applied(
-        patches.STRATEGIC_MERGE_PATCH, original, {"metadata": {"finalizers": ["b/y", "c/z"]}}
+        patch_types.STRATEGIC_MERGE_PATCH, original, {"metadata": {"finalizers": ["b/y", "c/z"]}}
     )
     assert merged["metadata"]["finalizers"] == ["a/x", "b/y", "c/z"]
     removed = applied(
-        patches.STRATEGIC_MERGE_PATCH,
+        patch_types.STRATEGIC_MERGE_PATCH,
         original,
         {"metadata": {"$deleteFromPrimitiveList/finalizers": ["a/x"]}},
     )
@@ -135,7 +135,7 @@ def test_strategic_merge_finalizers_are_a_set() -> None:
 
 def test_strategic_merge_item_without_its_merge_key_is_unprocessable() -> None:
     with pytest.raises(StatusError) as raised:
-        applied(patches.STRATEGIC_MERGE_PATCH, deployment(), deployment({"image": "x"}))
+        applied(patch_types.STRATEGIC_MERGE_PATCH, deployment(), deployment({"image": "x"}))
     assert raised.value.code == 422
     assert "does not contain declared merge key: name" in raised.value.message
 
@@ -147,7 +147,7 @@ def test_json_patch() -> None:
         {"op": "add", "path": "/metadata/labels/b", "value": "2"},
         {"op": "remove", "path": "/metadata/labels/a"},
     ]
-    assert applied(patches.JSON_PATCH, original, patch) == {
+    assert applied(patch_types.JSON_PATCH, original, patch) == {
         "spec": {"replicas": 3},
         "metadata": {"labels": {"b": "2"}},
     }
@@ -165,11 +165,11 @@ def test_json_patch() -> None:
 def test_json_patch_errors(patch: Any, code: int) -> None:
     body = patch if isinstance(patch, bytes) else orjson.dumps(patch)
     with pytest.raises(StatusError) as raised:
-        patches.apply(patches.JSON_PATCH, b'{"spec": {}}', body)
+        merge.apply(patch_types.JSON_PATCH, {"spec": {}}, body)
     assert raised.value.code == code
 
 
 def test_unknown_patch_type_is_415() -> None:
     with pytest.raises(StatusError) as raised:
-        patches.apply("application/apply-patch+yaml", b"{}", b"{}")
+        merge.apply("application/apply-patch+yaml", {}, b"{}")
     assert raised.value.code == 415

@@ -1,4 +1,4 @@
-"""What kube's Go types make of a built-in kind's JSON (services/registry/typed.py):
+"""What kube's Go types make of a built-in kind's JSON (services/registry/generic/typed.py):
 nulls as Go takes them, empty maps and lists left out, empty structs kept, and
 the first value of the wrong type a 400. Integration tests compare the same
 with kube's recorded answers (tests/integration/test_go_round_trip.py)."""
@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from services.registry import kind_schemas, typed
+from services.registry.builtin import kind_schemas
+from services.registry.generic import typed
 from strata.api.errors import StatusError
 from strata.api.schemas import OBJECT_META
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from services.registry.generic.options import Page
 from services.registry.server import _list_bytes, _list_response
-from services.registry.store import Page
 from strata import protowire
 from strata.proto.registry.v1 import registry_pb2
 from strata.proto.storage.v1 import storage_pb2

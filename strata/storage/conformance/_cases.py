@@ -1,13 +1,15 @@
 """The conformance cases, gathered: CASES maps each case's name to its
 function, area by area in the order the areas' modules list them (create and
-get, list, update and delete, watch, then revisions and counts). Each case is
-`async def name(suite) -> None`, asserting with plain `assert`, and lives in
-its area's module, registered there by that module's @case decorator."""
+get, list, update and delete, watch, revisions and counts, then writes that
+carry their envelope). Each case is `async def name(suite) -> None`, asserting
+with plain `assert`, and lives in its area's module, registered there by that
+module's @case decorator."""
 
 from __future__ import annotations
 
 from strata.storage.conformance import (
     _create_get_cases,
+    _envelope_cases,
     _list_cases,
     _revision_and_count_cases,
     _update_delete_cases,
@@ -32,6 +34,7 @@ CASES = _gathered(
     _update_delete_cases.CASES,
     _watch_cases.CASES,
     _revision_and_count_cases.CASES,
+    _envelope_cases.CASES,
 )
 
 __all__ = ["CASES", "Case"]

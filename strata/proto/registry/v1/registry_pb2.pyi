@@ -421,6 +421,7 @@ class ObjectResponse(_message.Message):
     RESOURCE_VERSION_FIELD_NUMBER: _builtins.int
     WARNINGS_FIELD_NUMBER: _builtins.int
     PENDING_FIELD_NUMBER: _builtins.int
+    CREATED_FIELD_NUMBER: _builtins.int
     object: _builtins.bytes
     resource_version: _builtins.int
     pending: _builtins.bool
@@ -428,6 +429,8 @@ class ObjectResponse(_message.Message):
     deleting it: kube's !wasDeleted, which the gateway answers 202 Accepted
     when the client asked for orphanDependents=false.
     """
+    created: _builtins.bool
+    """A server-side apply that made the object (the gateway's 201)."""
     @_builtins.property
     def warnings(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """What the write earned without being refused: the gateway's Warning headers."""
@@ -439,10 +442,11 @@ class ObjectResponse(_message.Message):
         resource_version: _builtins.int = ...,
         warnings: _abc.Iterable[_builtins.str] | None = ...,
         pending: _builtins.bool = ...,
+        created: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["object", b"object", "pending", b"pending", "resource_version", b"resource_version", "warnings", b"warnings"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created", b"created", "object", b"object", "pending", b"pending", "resource_version", b"resource_version", "warnings", b"warnings"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -725,6 +729,7 @@ class UpdateRequest(_message.Message):
     FIELD_VALIDATION_FIELD_NUMBER: _builtins.int
     FIELD_MANAGER_FIELD_NUMBER: _builtins.int
     DECODING_FIELD_NUMBER: _builtins.int
+    PATCH_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     body: _builtins.bytes
     dry_run: _builtins.bool
@@ -739,6 +744,12 @@ class UpdateRequest(_message.Message):
     def resource(self) -> Global___ResourceRef: ...
     @_builtins.property
     def decoding(self) -> Global___Decoding: ...
+    @_builtins.property
+    def patch(self) -> Global___Patch:
+        """A PATCH: the registry applies it to the object as it reads it, inside its
+        one conflict loop (kube's patcher within GuaranteedUpdate); body is unused.
+        """
+
     def __init__(
         self,
         *,
@@ -750,14 +761,46 @@ class UpdateRequest(_message.Message):
         field_validation: _builtins.str = ...,
         field_manager: _builtins.str = ...,
         decoding: Global___Decoding | None = ...,
+        patch: Global___Patch | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["decoding", b"decoding", "resource", b"resource"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["decoding", b"decoding", "patch", b"patch", "resource", b"resource"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "decoding", b"decoding", "dry_run", b"dry_run", "field_manager", b"field_manager", "field_validation", b"field_validation", "name", b"name", "resource", b"resource", "subresource", b"subresource"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "decoding", b"decoding", "dry_run", b"dry_run", "field_manager", b"field_manager", "field_validation", b"field_validation", "name", b"name", "patch", b"patch", "resource", b"resource", "subresource", b"subresource"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___UpdateRequest: _TypeAlias = UpdateRequest  # noqa: Y015
+
+@_typing.final
+class Patch(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TYPE_FIELD_NUMBER: _builtins.int
+    BODY_FIELD_NUMBER: _builtins.int
+    FORCE_FIELD_NUMBER: _builtins.int
+    type: _builtins.str
+    """The patch's media type: application/json-patch+json, merge-patch+json,
+    strategic-merge-patch+json, or apply-patch+yaml (server-side apply,
+    which creates the object when there is none).
+    """
+    body: _builtins.bytes
+    """The patch as sent; for an apply, its configuration as JSON."""
+    force: _builtins.bool
+    """An apply's force: take the fields other managers own."""
+    def __init__(
+        self,
+        *,
+        type: _builtins.str = ...,
+        body: _builtins.bytes = ...,
+        force: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "force", b"force", "type", b"type"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Patch: _TypeAlias = Patch  # noqa: Y015
 
 @_typing.final
 class DeleteRequest(_message.Message):

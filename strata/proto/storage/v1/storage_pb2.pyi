@@ -423,27 +423,111 @@ class Object(_message.Message):
 Global___Object: _TypeAlias = Object  # noqa: Y015
 
 @_typing.final
+class Envelope(_message.Message):
+    """What storage answers about an object without decoding it, given by the
+    writer, which decoded the object already: Object's namespace, name, uid,
+    labels, owned and deleting, and where the revision goes in the value.
+    strata.storage.envelopes builds it; the writer must build it from the very
+    object whose bytes it sends. Its fields have the numbers of Object's fields
+    of the same names, so storage reads an envelope's bytes as the Object it
+    answers with (then sets key, value and resource_version).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class LabelsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    RESOURCE_VERSION_AT_FIELD_NUMBER: _builtins.int
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    UID_FIELD_NUMBER: _builtins.int
+    LABELS_FIELD_NUMBER: _builtins.int
+    OWNED_FIELD_NUMBER: _builtins.int
+    DELETING_FIELD_NUMBER: _builtins.int
+    resource_version_at: _builtins.int
+    """The byte offset in the value where "resourceVersion":"N" goes when storage
+    answers with the object: just after a field of metadata (a comma is put
+    before it), at the start of a field (a comma is put after it) or inside an
+    empty metadata. Numbered as Object's resource_version, which storage sets.
+    """
+    namespace: _builtins.str
+    name: _builtins.str
+    uid: _builtins.str
+    owned: _builtins.bool
+    """metadata.ownerReferences is not empty."""
+    deleting: _builtins.bool
+    """metadata.deletionTimestamp is set."""
+    @_builtins.property
+    def labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        resource_version_at: _builtins.int = ...,
+        namespace: _builtins.str = ...,
+        name: _builtins.str = ...,
+        uid: _builtins.str = ...,
+        labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        owned: _builtins.bool = ...,
+        deleting: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deleting", b"deleting", "labels", b"labels", "name", b"name", "namespace", b"namespace", "owned", b"owned", "resource_version_at", b"resource_version_at", "uid", b"uid"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Envelope: _TypeAlias = Envelope  # noqa: Y015
+
+@_typing.final
 class CreateRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     KEY_FIELD_NUMBER: _builtins.int
     VALUE_FIELD_NUMBER: _builtins.int
     TTL_SECONDS_FIELD_NUMBER: _builtins.int
+    ENVELOPE_FIELD_NUMBER: _builtins.int
     key: _builtins.str
     value: _builtins.bytes
-    """JSON; any metadata.resourceVersion in it is ignored."""
+    """JSON; any metadata.resourceVersion in it is ignored (unless envelope is set)."""
     ttl_seconds: _builtins.int
     """Seconds; 0 means no expiry."""
+    @_builtins.property
+    def envelope(self) -> Global___Envelope:
+        """When set, value is final (kube's key order for the key, no
+        metadata.resourceVersion): storage stores it as it is (after encryption)
+        and does not decode it. When unset, storage decodes value, drops
+        metadata.resourceVersion and puts the keys in kube's order itself.
+        """
+
     def __init__(
         self,
         *,
         key: _builtins.str = ...,
         value: _builtins.bytes = ...,
         ttl_seconds: _builtins.int = ...,
+        envelope: Global___Envelope | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["envelope", b"envelope"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "ttl_seconds", b"ttl_seconds", "value", b"value"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["envelope", b"envelope", "key", b"key", "ttl_seconds", b"ttl_seconds", "value", b"value"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -556,6 +640,7 @@ class UpdateRequest(_message.Message):
     VALUE_FIELD_NUMBER: _builtins.int
     EXPECTED_RESOURCE_VERSION_FIELD_NUMBER: _builtins.int
     TTL_SECONDS_FIELD_NUMBER: _builtins.int
+    ENVELOPE_FIELD_NUMBER: _builtins.int
     key: _builtins.str
     value: _builtins.bytes
     expected_resource_version: _builtins.int
@@ -564,6 +649,10 @@ class UpdateRequest(_message.Message):
     """Seconds from now until the object expires; 0 means never (whatever TTL it
     had before goes, as a kube update without a TTL does).
     """
+    @_builtins.property
+    def envelope(self) -> Global___Envelope:
+        """As CreateRequest's: when set, value is final and storage does not decode it."""
+
     def __init__(
         self,
         *,
@@ -571,10 +660,11 @@ class UpdateRequest(_message.Message):
         value: _builtins.bytes = ...,
         expected_resource_version: _builtins.int = ...,
         ttl_seconds: _builtins.int = ...,
+        envelope: Global___Envelope | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["envelope", b"envelope"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["expected_resource_version", b"expected_resource_version", "key", b"key", "ttl_seconds", b"ttl_seconds", "value", b"value"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["envelope", b"envelope", "expected_resource_version", b"expected_resource_version", "key", b"key", "ttl_seconds", b"ttl_seconds", "value", b"value"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

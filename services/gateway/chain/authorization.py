@@ -1,0 +1,95 @@
+"""kube's authorization filter: the request's attributes (who, which verb, on
+what) put to the gateway's authorizer, and a request it does not allow refused
+403 with kube's message. Which authorizer is the app's choice
+(services/gateway/app.py): AlwaysAllow today, so nothing is refused yet."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+from aiohttp.typedefs import Middleware
+
+from services.gateway import paths, user
+from services.gateway.authorizers import Attributes, Authorizer, Decision
+from strata.api.errors import StatusError
+from strata.api.goquote import quote
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def attributes_of(request: web.Request) -> Attributes:
+    """request as kube's RequestInfo and user describe it to an authorizer."""
+    info = paths.info_of(request)
+    who, path = user.of(request), request.path
+    if info is None or not info.resource:
+        return Attributes(who, request.method.lower(), path, False)
+    # A method with no route is named as kube names one it has no verb for.
+    verb = paths.verb(request, info) or request.method.lower()
+    # In the fields' order, positionally: built for every request.
+    return Attributes(
+        who,
+        verb,
+        path,
+        True,
+        info.group,
+        info.version,
+        info.resource,
+        info.subresource,
+        info.namespace,
+        info.name,
+    )
+
+
+def _message(attributes: Attributes) -> str:
+    """kube's forbiddenMessage: who cannot do what, to what or where."""
+    name = quote(attributes.user.name)
+    if not attributes.resource_request:
+        return f"User {name} cannot {attributes.verb} path {quote(attributes.path)}"
+    resource = attributes.resource
+    if attributes.subresource:
+        resource += "/" + attributes.subresource
+    where = (
+        f"in the namespace {quote(attributes.namespace)}"
+        if attributes.namespace
+        else "at the cluster scope"
+    )
+    return (
+        f"User {name} cannot {attributes.verb} resource {quote(resource)} "
+        f"in API group {quote(attributes.api_group)} {where}"
+    )
+
+
+def forbidden(attributes: Attributes, reason: str) -> StatusError:
+    """kube's 403 for a request its authorizer did not allow (responsewriters.Forbidden
+    around apierrors.NewForbidden)."""
+    # As kube's sanitizer: the message may name a path, and is not HTML.
+    message = _message(attributes).replace("&", "&amp;").replace("<", "&lt;")
+    message = message.replace(">", "&gt;")
+    detail = f"{message}: {reason}" if reason else message
+    group, resource, name = attributes.api_group, attributes.resource, attributes.name
+    qualified = f"{resource}.{group}" if group else resource
+    if not resource:
+        said = f"forbidden: {detail}"
+    elif name:
+        said = f"{qualified} {quote(name)} is forbidden: {detail}"
+    else:
+        said = f"{qualified} is forbidden: {detail}"
+    return StatusError(
+        code=403,
+        reason="Forbidden",
+        message=said,
+        details={"name": name, "group": group, "kind": resource},
+    )
+
+
+def middleware(authorizer: Authorizer) -> Middleware:
+    @web.middleware
+    async def authorized(request: web.Request, handler: Handler) -> web.StreamResponse:
+        attributes = attributes_of(request)
+        decision, reason = await authorizer.authorize(attributes)
+        if decision is not Decision.ALLOW:
+            raise forbidden(attributes, reason)
+        return await handler(request)
+
+    return authorized
