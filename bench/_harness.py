@@ -57,8 +57,9 @@ def results_dir() -> Path:
 
 
 @contextmanager
-def running_system() -> Iterator[System]:
-    """etcd and the four services on loopback, stopped (by PID) on the way out."""
+def running_system(env: dict[str, str] | None = None) -> Iterator[System]:
+    """etcd and the four services on loopback (env added to their environment),
+    stopped (by PID) on the way out."""
     otlp = OtlpReceiver()
     otlp.start()
     try:
@@ -69,6 +70,7 @@ def running_system() -> Iterator[System]:
                 env={
                     "OTEL_EXPORTER_OTLP_ENDPOINT": otlp.endpoint,
                     "OTEL_EXPORTER_OTLP_INSECURE": "true",
+                    **(env or {}),
                 },
             )
             system.start()

@@ -24,7 +24,7 @@ from typing import cast
 import grpc
 
 from bench._floor import create_request
-from strata import service
+from strata import service, tls
 from strata.etcd import Etcd, prefix_end
 from strata.storage import (
     GetOptions,
@@ -74,13 +74,13 @@ class FloorStorage:
         return ListResult(items=items, resource_version=ranged.header.revision)
 
 
-async def _serve(listen: str, etcd_address: str) -> None:
+async def _serve(listen: str, etcd_address: str, identity: tls.Identity) -> None:
     etcd = Etcd(etcd_address)
-    server = grpc.aio.server()
+    server = grpc.aio.server(interceptors=[tls.AllowedCallers("floor", tls.CALLERS["storage"])])
     # Only what bench/storage.py calls: the contract's other operations are
     # not the floor's to bound.
     add_to_server(StorageServicer(cast(Storage, FloorStorage(etcd))), server)
-    if server.add_insecure_port(listen) == 0:
+    if server.add_secure_port(listen, tls.server_credentials(identity)) == 0:
         raise SystemExit(f"storage floor: cannot listen on {listen}")
     await server.start()
     await server.wait_for_termination()
@@ -90,8 +90,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--listen", required=True)
     parser.add_argument("--etcd", required=True)
+    service.tls_flags(parser, "storage")
     args = parser.parse_args()
-    service.run(_serve(args.listen, args.etcd))
+    service.run(_serve(args.listen, args.etcd, service.tls_identity(args, "storage floor")))
 
 
 if __name__ == "__main__":

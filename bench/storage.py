@@ -44,7 +44,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._harness import cpu_seconds, quick_defaults, start_etcd, write_result
-from strata import service
+from strata import service, tls
 from strata.dev import OtlpReceiver, free_port
 from strata.etcd import Etcd, prefix_end
 from strata.storage import GrpcStorage, ListOptions
@@ -153,10 +153,11 @@ async def bench(
     etcd_address: str,
     storage_address: str,
     pids: dict[str, int],
+    identity: tls.Identity,
 ) -> dict[str, object]:
     """The table; side names the server measured (strata, or the floor)."""
     etcd = Etcd(etcd_address)
-    channel = service.connect(storage_address)
+    channel = service.connect(storage_address, identity, tls.STORAGE_CONTRACT)
     store = GrpcStorage(channel)
     # The page data set: page_items objects, written once for both sides.
     for i in range(args.page_items):
@@ -238,6 +239,9 @@ def main() -> int:
         listen = free_port()
         logs = open(Path(home) / "processes.log", "ab")  # noqa: SIM115 - held by the children
         etcd, etcd_address = start_etcd(Path(home), logs)
+        # Both sides serve over mutual TLS, as storage does in a system.
+        tls.ensure(Path(home) / "pki")
+        served, caller = (tls.files(Path(home) / "pki", s) for s in ("storage", "registry"))
         storage = subprocess.Popen(
             [
                 sys.executable,
@@ -245,6 +249,9 @@ def main() -> int:
                 module,
                 f"--listen=127.0.0.1:{listen}",
                 f"--etcd={etcd_address}",
+                f"--grpc-ca-file={served.ca}",
+                f"--grpc-cert-file={served.cert}",
+                f"--grpc-key-file={served.key}",
             ],
             stdout=logs,
             stderr=logs,
@@ -256,10 +263,14 @@ def main() -> int:
             },
         )
         try:
-            with grpc.insecure_channel(f"127.0.0.1:{listen}") as probe:
+            identity = caller.read()
+            credentials = tls.channel_credentials(identity)
+            options = tls.channel_options(tls.STORAGE_CONTRACT)
+            with grpc.secure_channel(f"127.0.0.1:{listen}", credentials, options) as probe:
                 grpc.channel_ready_future(probe).result(timeout=30)
             pids = {pid_name: storage.pid, "etcd": etcd.pid}
-            result = asyncio.run(bench(args, side, etcd_address, f"127.0.0.1:{listen}", pids))
+            address = f"127.0.0.1:{listen}"
+            result = asyncio.run(bench(args, side, etcd_address, address, pids, identity))
         finally:
             for process in (storage, etcd):
                 process.terminate()

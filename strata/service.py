@@ -1,7 +1,8 @@
 """What every strata gRPC service does the same way: flags that also read
 environment variables, a traced grpc.aio server with the standard health
-service, traced channels to other services, a clean stop on SIGTERM/SIGINT, and
-the event loop they all run on."""
+service behind mutual TLS (strata.tls: only the callers it serves get past
+the check), traced mutual-TLS channels to other services, a clean stop on
+SIGTERM/SIGINT, and the event loop they all run on."""
 
 from __future__ import annotations
 
@@ -11,13 +12,14 @@ import os
 import re
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Coroutine, Mapping
+from pathlib import Path
 from typing import Any, TypeVar
 
 import grpc
 import uvloop
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from strata import protowire, telemetry
+from strata import protowire, telemetry, tls
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 _CHANNEL_OPTIONS = [
@@ -59,9 +61,57 @@ def parse_duration(text: str) -> float:
     return sum(float(number) * scale[unit] for number, unit in parts)
 
 
-def connect(address: str) -> grpc.aio.Channel:
-    """A channel to another strata service, carrying trace context."""
-    return telemetry.traced_channel(grpc.aio.insecure_channel(address, options=_CHANNEL_OPTIONS))
+def tls_flags(parser: argparse.ArgumentParser, service: str) -> None:
+    """The flags of a service's identity on strata's gRPC hops and, for a
+    service that serves, of the callers it serves (strata.tls.CALLERS)."""
+    made = "made by `strata pki` or `make run`"
+    flag(parser, "grpc-ca-file", "STRATA_GRPC_CA_FILE", "", f"strata's internal CA ({made})")
+    flag(
+        parser,
+        "grpc-cert-file",
+        "STRATA_GRPC_CERT_FILE",
+        "",
+        f"this service's certificate for the gRPC hops, signed by --grpc-ca-file ({made})",
+    )
+    flag(parser, "grpc-key-file", "STRATA_GRPC_KEY_FILE", "", "the key of --grpc-cert-file")
+    if service in tls.CALLERS:
+        flag(
+            parser,
+            "grpc-allowed-clients",
+            f"STRATA_{service.upper()}_GRPC_ALLOWED_CLIENTS",
+            ",".join(tls.CALLERS[service]),
+            "comma-separated CommonNames of the client certificates whose calls are served",
+        )
+
+
+def tls_identity(args: argparse.Namespace, program: str) -> tls.Identity:
+    """The identity tls_flags gave, or the process stops saying what is missing."""
+    given = {"ca": args.grpc_ca_file, "cert": args.grpc_cert_file, "key": args.grpc_key_file}
+    missing = [f"--grpc-{name}-file" for name, path in given.items() if not path]
+    if missing:
+        raise SystemExit(
+            f"{program}: {', '.join(missing)} required: strata's gRPC hops are mutual TLS "
+            "(`strata pki` makes the certificates)"
+        )
+    try:
+        return tls.Identity.read(Path(given["ca"]), Path(given["cert"]), Path(given["key"]))
+    except OSError as e:
+        raise SystemExit(f"{program}: {e}") from None
+
+
+def allowed_clients(args: argparse.Namespace) -> frozenset[str]:
+    return frozenset(filter(None, (n.strip() for n in args.grpc_allowed_clients.split(","))))
+
+
+def connect(address: str, identity: tls.Identity, contract: str) -> grpc.aio.Channel:
+    """A mutual-TLS channel to another strata service that serves contract
+    (tls.STORAGE_CONTRACT, tls.REGISTRY_CONTRACT), carrying trace context."""
+    channel = grpc.aio.secure_channel(
+        address,
+        tls.channel_credentials(identity),
+        options=[*_CHANNEL_OPTIONS, *tls.channel_options(contract)],
+    )
+    return telemetry.traced_channel(channel)
 
 
 class _Capture:
@@ -143,21 +193,25 @@ async def serve(
     *,
     service_name: str,
     listen: str,
+    identity: tls.Identity,
+    callers: Collection[str],
     register: Callable[[grpc.aio.Server], Awaitable[None]],
     on_stop: Callable[[], Awaitable[None]] | None = None,
     readiness: Mapping[str, AsyncIterator[bool]] | None = None,
 ) -> None:
-    """Run a gRPC server until SIGTERM/SIGINT.
+    """Run a gRPC server until SIGTERM/SIGINT, over mutual TLS as identity,
+    serving only callers (CommonNames of certificates strata's CA signed).
 
     register adds the service's servicers; health reports SERVING for "" once it
     returns. readiness maps further health service names to the changes of their
     readiness, which health reports as SERVING or NOT_SERVING.
     """
     log = telemetry.get_logger(service_name)
-    server = grpc.aio.server(interceptors=telemetry.server_interceptors(), options=_CHANNEL_OPTIONS)
+    interceptors = [*telemetry.server_interceptors(), tls.AllowedCallers(service_name, callers)]
+    server = grpc.aio.server(interceptors=interceptors, options=_CHANNEL_OPTIONS)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    port = server.add_insecure_port(listen)
+    port = server.add_secure_port(listen, tls.server_credentials(identity))
     if port == 0:
         raise SystemExit(f"{service_name}: cannot listen on {listen}")
     await register(server)
@@ -167,7 +221,7 @@ async def serve(
     ]
     await server.start()
     await health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
-    log.info("serving", listen=listen, port=port)
+    log.info("serving", listen=listen, port=port, callers=sorted(callers))
     try:
         await wait_for_signal()
     finally:

@@ -2,7 +2,8 @@
 `make run` starts them) with an OTLP receiver collecting its spans; and, for
 the storage layer, the storage service and the cacher in this process, each
 behind a real grpc.aio server on loopback over their own real etcd, reached
-only through GrpcStorage exactly as the registry reaches them."""
+only through GrpcStorage exactly as the registry reaches them (over mutual TLS
+with the caller checked: tests/support/hops.py)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from services.storage.store import EtcdStorage
 from strata.dev import OtlpReceiver, System
 from strata.etcd import Etcd
 from strata.storage import GrpcStorage, Storage, StorageServicer, add_to_server
+from tests.support import hops
 from tests.support.etcd import EtcdProcess
 from tests.support.registry_tester import until
 from tests.support.sessions import admin_session
@@ -90,10 +92,10 @@ async def etcd(etcd_process: EtcdProcess) -> AsyncIterator[Etcd]:
     await client.close()
 
 
-async def _serve(storage: Storage) -> tuple[grpc.aio.Server, str]:
-    server = grpc.aio.server()
+async def _serve(storage: Storage, service: str) -> tuple[grpc.aio.Server, str]:
+    server = hops.server(service)
     add_to_server(StorageServicer(storage), server)
-    port = server.add_insecure_port("127.0.0.1:0")
+    port = hops.listen(server, service)
     await server.start()
     return server, f"127.0.0.1:{port}"
 
@@ -103,16 +105,16 @@ async def storage_address(etcd: Etcd) -> AsyncIterator[str]:
     storage = EtcdStorage(
         etcd, prefix="/strata-test", future_wait_seconds=0.5, progress_interval_seconds=0.5
     )
-    server, address = await _serve(storage)
+    server, address = await _serve(storage, "storage")
     yield address
     await server.stop(grace=None)
 
 
 @pytest.fixture(scope="session")
 async def cacher_address(storage_address: str) -> AsyncIterator[str]:
-    upstream = grpc.aio.insecure_channel(storage_address)
+    upstream = hops.dial(storage_address, "cacher")
     cached = CachedStorage(GrpcStorage(upstream), bookmark_frequency=1.0)
-    server, address = await _serve(cached)
+    server, address = await _serve(cached, "cacher")
     yield address
     await server.stop(grace=None)
     await cached.stop()
@@ -133,7 +135,7 @@ async def store(
 ) -> AsyncIterator[GrpcStorage]:
     """The storage contract over gRPC, from the storage service or the cacher."""
     address = cacher_address if implementation == "cacher" else storage_address
-    channel = grpc.aio.insecure_channel(address)
+    channel = hops.dial(address)
     client = GrpcStorage(channel, pipelined=implementation != "storage-unary")
     yield client
     await client.close()

@@ -11,7 +11,7 @@ from aiohttp import web
 from services.cacher import metrics
 from services.cacher.storage import UNCACHED, CachedStorage
 from services.cacher.window import fresh_seconds
-from strata import service, telemetry
+from strata import service, telemetry, tls
 from strata.metrics_http import serve_metrics
 from strata.storage import SERVICE_NAME, GrpcStorage, StorageServicer, add_to_server, key_root
 
@@ -46,6 +46,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m services.cacher", description=__doc__)
     service.flag(parser, "listen", "STRATA_CACHER_LISTEN", "127.0.0.1:2382", "gRPC address")
     service.flag(parser, "storage", "STRATA_STORAGE", "127.0.0.1:2381", "storage service address")
+    service.tls_flags(parser, "cacher")
     service.flag(
         parser,
         "metrics-listen",
@@ -84,12 +85,13 @@ def main() -> None:
         args.fresh_seconds = fresh_seconds(service.parse_duration(args.request_timeout))
     except ValueError as e:
         parser.error(str(e))
+    args.identity = service.tls_identity(args, "strata-cacher")
     telemetry.setup("strata-cacher")
     service.run(_run(args))
 
 
 async def _run(args: argparse.Namespace) -> None:
-    channel = service.connect(args.storage)
+    channel = service.connect(args.storage, args.identity, tls.STORAGE_CONTRACT)
     upstream = GrpcStorage(channel)
     cached = CachedStorage(
         upstream,
@@ -114,6 +116,8 @@ async def _run(args: argparse.Namespace) -> None:
     await service.serve(
         service_name="strata-cacher",
         listen=args.listen,
+        identity=args.identity,
+        callers=service.allowed_clients(args),
         register=register,
         on_stop=stop,
         readiness={SERVICE_NAME: cached.readiness()},

@@ -12,10 +12,16 @@ from aiohttp import web
 
 from services.gateway import pki
 from services.gateway.app import build_app
-from services.gateway.chain import authentication, limits
+from services.gateway.audit import flags as audit_flags
+from services.gateway.authenticators import flags as authentication_flags
+from services.gateway.authenticators.config import ConfigError
+from services.gateway.authenticators.static import TokenFileError, read_token_file
+from services.gateway.authorizers import modes as authorization_modes
+from services.gateway.chain import limits
 from services.gateway.identity import IdentityLease, advertise_address
 from strata import service, telemetry
 from strata.proto.registry.v1 import registry_pb2_grpc
+from strata.tls import REGISTRY_CONTRACT
 
 log = telemetry.get_logger("strata.gateway")
 
@@ -24,6 +30,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m services.gateway", description=__doc__)
     service.flag(parser, "listen", "STRATA_GATEWAY_LISTEN", "127.0.0.1:6443", "HTTPS address")
     service.flag(parser, "registry", "STRATA_REGISTRY", "127.0.0.1:2383", "registry address")
+    service.tls_flags(parser, "gateway")
     service.flag(parser, "home", "STRATA_HOME", ".strata", "where certificates and tokens live")
     service.flag(
         parser,
@@ -69,7 +76,11 @@ def main() -> None:
         "",
         'kube\'s static token file: token,user,uid[,"group1,group2"] per line',
     )
+    audit_flags.add_flags(parser)
+    authorization_modes.add_flags(parser)
+    authentication_flags.add_flags(parser)
     args = parser.parse_args()
+    args.identity = service.tls_identity(args, "strata-gateway")
     telemetry.setup("strata-gateway")
     service.run(_run(args))
 
@@ -80,19 +91,38 @@ async def _run(args: argparse.Namespace) -> None:
     ca, cert, key = pki.ensure_pki(home / "pki", sorted({host, "127.0.0.1", "localhost"}))
     token = pki.ensure_admin_token(home)
     try:
-        tokens = (
-            authentication.read_token_file(Path(args.token_auth_file))
-            if args.token_auth_file
-            else {}
-        )
-    except (OSError, authentication.TokenFileError) as e:
+        tokens = read_token_file(Path(args.token_auth_file)) if args.token_auth_file else {}
+    except (OSError, TokenFileError) as e:
         raise SystemExit(f"strata-gateway: --token-auth-file: {e}") from None
+    try:
+        audit = audit_flags.config_from(args)
+    except audit_flags.FlagError as e:
+        raise SystemExit(f"strata-gateway: {e}") from None
+    try:
+        authorization_options = authorization_modes.options_from(args)
+    except ValueError as e:
+        raise SystemExit(f"strata-gateway: {e}") from None
     tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     tls.load_cert_chain(cert, key)
     # A client certificate is asked for, never required (tokens do as well).
     tls.verify_mode = ssl.CERT_OPTIONAL
     tls.load_verify_locations(args.client_ca_file or ca)
-    channel = service.connect(args.registry)
+    channel = service.connect(args.registry, args.identity, REGISTRY_CONTRACT)
+    try:
+        authorization = authorization_modes.Configured(authorization_options, channel)
+    except ValueError as e:
+        raise SystemExit(f"strata-gateway: {e}") from None
+    authorization.start()
+    try:
+        authn = authentication_flags.build(
+            args,
+            admin_token=token,
+            token_file=tokens,
+            registry=channel,
+            advertise=advertise_address(args.listen, args.advertise_address),
+        )
+    except (authentication_flags.FlagError, ConfigError) as e:
+        raise SystemExit(f"strata-gateway: {e}") from None
     app = build_app(
         registry_channel=channel,
         admin_token=token,
@@ -101,6 +131,9 @@ async def _run(args: argparse.Namespace) -> None:
         max_requests_in_flight=int(args.max_requests_inflight),
         max_mutating_requests_in_flight=int(args.max_mutating_requests_inflight),
         request_timeout_seconds=service.parse_duration(args.request_timeout),
+        audit=audit,
+        authorizer=authorization.authorizer,
+        authn=authn,
     )
     # A request whose client has gone is cancelled, as kube cancels its context:
     # above all a watch, which would otherwise hold its registry watch (and the
@@ -123,6 +156,7 @@ async def _run(args: argparse.Namespace) -> None:
         with contextlib.suppress(asyncio.CancelledError):
             await renewing
         await runner.cleanup()
+        await authorization.stop()
         await channel.close()
         telemetry.shutdown()
 

@@ -15,13 +15,20 @@ from grpc_health.v1 import health_pb2_grpc
 
 from services.gateway import chain, health, output
 from services.gateway.admission import Admission, plugins
-from services.gateway.authorizers import Authorizer
+from services.gateway.audit import AuditConfig, Auditor
+from services.gateway.authenticators.flags import Authentication
+from services.gateway.authorizers import Mode
 from services.gateway.authorizers.always_allow import AlwaysAllow
+from services.gateway.authorizers.reviews import Reviewer
 from services.gateway.catalog import Catalog
 from services.gateway.chain import authentication, limits, timeouts
 from services.gateway.chain.metrics import RequestMetrics
 from services.gateway.handlers import ResourceHandlers
 from services.gateway.handlers.discovery import Discovery
+from services.gateway.handlers.reviews import RESOURCES as REVIEWS
+from services.gateway.handlers.reviews import Reviews
+from services.gateway.handlers.tokens import RESOURCES as TOKEN_REVIEWS
+from services.gateway.handlers.tokens import TokenReviews
 from services.gateway.handlers.whoami import self_subject_review
 from services.gateway.openapi import OpenAPIv3
 from services.gateway.user import User
@@ -64,32 +71,49 @@ def build_app(
     max_requests_in_flight: int = limits.MAX_READ_ONLY_IN_FLIGHT,
     max_mutating_requests_in_flight: int = limits.MAX_MUTATING_IN_FLIGHT,
     request_timeout_seconds: float = timeouts.REQUEST_TIMEOUT_SECONDS,
-    authorizer: Authorizer | None = None,
+    authorizer: Mode | None = None,
     admission: Admission | None = None,
+    audit: AuditConfig | None = None,
+    authn: Authentication | None = None,
 ) -> web.Application:
     """The application; authorizer defaults to AlwaysAllow, admission to the
-    plugins strata enables (services/gateway/admission/plugins/)."""
+    plugins strata enables (services/gateway/admission/plugins/), authn (what
+    the authentication flags built) to the admin token and tokens alone."""
     registry = RegistryClient(registry_channel)
-    catalog = Catalog(registry.stub)
+    catalog = Catalog(registry.stub, served_here=(*REVIEWS, *TOKEN_REVIEWS))
+    request_authenticator = (
+        authn.request if authn else authentication.authenticator(admin_token, tokens or {})
+    )
+    authorizer = authorizer or AlwaysAllow()
     discovery = Discovery(catalog, server_address)
     if admission is None:
         admission = Admission(plugins.MUTATING, plugins.VALIDATING)
     resources = ResourceHandlers(registry, catalog, discovery, admission)
     metrics = RequestMetrics()
+    # kube's audit metrics are served beside its request metrics.
+    auditor = Auditor(audit, metrics.registry) if audit is not None else None
     app = web.Application(
         middlewares=chain.middlewares(
             metrics=metrics,
-            authenticate=authentication.authenticator(admin_token, tokens or {}),
-            authorizer=authorizer or AlwaysAllow(),
+            authenticate=request_authenticator,
+            authorizer=authorizer,
             bounds=chain.Limits(
                 read_only=max_requests_in_flight,
                 mutating=max_mutating_requests_in_flight,
                 timeout_seconds=request_timeout_seconds,
             ),
+            auditor=auditor,
         ),
         client_max_size=MAX_BODY_BYTES,
     )
-    chain.install_hooks(app)
+    chain.install_hooks(app, auditor)
+    if authn is not None:
+        app.on_startup.append(authn.start)
+        app.on_cleanup.append(authn.stop)
+        if authn.discovery is not None:
+            authn.discovery.add_routes(app.router)
+    reviews = TokenReviews(request_authenticator.tokens)
+    app.router.add_route("*", "/apis/authentication.k8s.io/v1/tokenreviews", reviews.create)
 
     async def close_watches(_: web.Application) -> None:
         await resources.close_watches()
@@ -105,6 +129,7 @@ def build_app(
         app.router, "readyz", health.readyz_checks(health_pb2_grpc.HealthStub(registry_channel))
     )
     app.router.add_get("/metrics", metrics.serve)
+    Reviews(Reviewer(authorizer)).add_routes(app.router)
     _add_api_routes(app.router, catalog, discovery, resources)
     return app
 

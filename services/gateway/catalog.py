@@ -12,7 +12,7 @@ import asyncio
 import base64
 import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import grpc
@@ -53,6 +53,9 @@ def _subresource_entries(r: APIResource) -> list[dict[str, Any]]:
         }
         if subresource == "scale":
             entry.update(group="autoscaling", version="v1", kind="Scale")
+        if subresource == "token":  # a ServiceAccount's TokenRequest, created only
+            entry.update(group="authentication.k8s.io", version="v1", kind="TokenRequest")
+            entry["verbs"] = ["create"]
         entries.append(entry)
     return entries
 
@@ -62,9 +65,13 @@ class Catalog:
         self,
         registry: registry_pb2_grpc.RegistryAsyncStub,
         clock: Callable[[], float] = time.monotonic,
+        served_here: Iterable[APIResource] = (),
     ) -> None:
         self._registry = registry
         self._clock = clock
+        # What the gateway serves itself (the review APIs): in discovery only,
+        # never routed to the registry, and stored nowhere (no storage hash).
+        self._here = {(r.group, r.version, r.name): r for r in served_here}
         self._resources: dict[tuple[str, str, str], APIResource] = {}
         # When the list in use was asked for: its age counts from then.
         self._fetched = float("-inf")
@@ -113,9 +120,14 @@ class Catalog:
         self._resources[key] = found
         return found
 
+    async def discoverable(self) -> dict[tuple[str, str, str], APIResource]:
+        """What discovery and OpenAPI describe: the registry's resources and the
+        gateway's own."""
+        return {**await self.resources(DISCOVERY_SECONDS), **self._here}
+
     async def group_versions(self) -> dict[str, list[str]]:
         groups: dict[str, list[str]] = {}
-        for group, version, _ in await self.resources(DISCOVERY_SECONDS):
+        for group, version, _ in await self.discoverable():
             versions = groups.setdefault(group, [])
             if version not in versions:
                 versions.append(version)
@@ -140,7 +152,7 @@ class Catalog:
         return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
 
     async def resource_list(self, group: str, version: str) -> dict[str, Any] | None:
-        known = await self.resources(DISCOVERY_SECONDS)
+        known = await self.discoverable()
         selected = [r for (g, v, _), r in sorted(known.items()) if (g, v) == (group, version)]
         if not selected:
             return None
@@ -152,8 +164,9 @@ class Catalog:
                 "namespaced": r.namespaced,
                 "kind": r.kind,
                 "verbs": list(r.verbs),
-                "storageVersionHash": storage_version_hash(group, version, r.kind),
             }
+            if (group, version, r.name) not in self._here:
+                entry["storageVersionHash"] = storage_version_hash(group, version, r.kind)
             if r.short_names:
                 entry["shortNames"] = list(r.short_names)
             if r.categories:
@@ -172,7 +185,7 @@ class Catalog:
         core group (legacy, for /api) or of every other group (/apis) in one
         APIGroupDiscoveryList, as kubectl asks for first."""
         groups: dict[str, dict[str, list[dict[str, Any]]]] = {}
-        for (group, gv, _), r in sorted((await self.resources(DISCOVERY_SECONDS)).items()):
+        for (group, gv, _), r in sorted((await self.discoverable()).items()):
             if (group == "") != legacy:
                 continue
             groups.setdefault(group, {}).setdefault(gv, []).append(_discovered(r))

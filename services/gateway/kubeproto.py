@@ -19,7 +19,15 @@ from google.protobuf.message import DecodeError, Message
 
 from strata.api import errors
 from strata.api.goquote import quote
-from strata.proto.k8s import apps_v1_pb2, core_v1_pb2, meta_v1_pb2, rbac_v1_pb2, runtime_pb2
+from strata.proto.k8s import (
+    apps_v1_pb2,
+    authentication_v1_pb2,
+    authorization_v1_pb2,
+    core_v1_pb2,
+    meta_v1_pb2,
+    rbac_v1_pb2,
+    runtime_pb2,
+)
 
 MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
 MAGIC = b"k8s\x00"
@@ -38,7 +46,18 @@ _TYPES: dict[tuple[str, str], type[Message]] = {
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): rbac_v1_pb2.ClusterRole,
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): rbac_v1_pb2.RoleBinding,
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): rbac_v1_pb2.ClusterRoleBinding,
+    ("authentication.k8s.io/v1", "TokenRequest"): authentication_v1_pb2.TokenRequest,
+    ("authentication.k8s.io/v1", "TokenReview"): authentication_v1_pb2.TokenReview,
     ("v1", "DeleteOptions"): meta_v1_pb2.DeleteOptions,
+    **{
+        ("authorization.k8s.io/v1", kind): getattr(authorization_v1_pb2, kind)
+        for kind in (
+            "SubjectAccessReview",
+            "LocalSubjectAccessReview",
+            "SelfSubjectAccessReview",
+            "SelfSubjectRulesReview",
+        )
+    },
     ("meta.k8s.io/v1", "DeleteOptions"): meta_v1_pb2.DeleteOptions,
 }
 
@@ -87,6 +106,8 @@ def _message(message: Message) -> Any:
         return message.strVal if message.type == 1 else message.intVal
     if isinstance(message, core_v1_pb2.Quantity):
         return message.string
+    if isinstance(message, authorization_v1_pb2.ExtraValue):
+        return list(message.items)
     out: dict[str, Any] = {}
     for field, value in message.ListFields():
         converted: Any

@@ -19,7 +19,7 @@ import orjson
 from aiohttp import web
 
 from services.gateway import openapi_v2
-from services.gateway.catalog import DISCOVERY_SECONDS, APIResource, Catalog
+from services.gateway.catalog import APIResource, Catalog
 from services.gateway.openapi_v2 import digest
 from strata.api import errors, schemas
 
@@ -336,7 +336,7 @@ class OpenAPIv3:
         """Every group-version's document as JSON, rebuilt when what is served
         changes (read as fresh as discovery reads it: a CRD Established a moment
         ago is described)."""
-        resources = await self._catalog.resources(DISCOVERY_SECONDS)
+        resources = await self._catalog.discoverable()
         served = sorted((key, r.SerializeToString()) for key, r in resources.items())
         if served != self._built_from:
             by_group_version: dict[tuple[str, str], list[APIResource]] = {}

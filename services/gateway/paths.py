@@ -116,11 +116,14 @@ _SUBRESOURCE_VERBS = {"PUT": "update", "PATCH": "patch"}
 def verb(request: web.Request, info: RequestInfo) -> str:
     """kube's verb of a resource request as strata serves it: get, list, watch,
     create, update, patch, delete or deletecollection; "" for a method the path
-    has no route for (405). A namespace's finalize is only ever PUT."""
+    has no route for (405). A namespace's finalize is only ever PUT, a
+    ServiceAccount's token only ever POSTed (a create)."""
     method = request.method
     if info.subresource:
         if info.subresource == "finalize" and method != "PUT":
             return ""
+        if info.subresource == "token":
+            return "create" if method == "POST" else ""
         if method == "GET":
             return "" if watching(request, info) else "get"
         return _SUBRESOURCE_VERBS.get(method, "")

@@ -7,6 +7,7 @@ import asyncio
 
 import grpc
 
+from services.registry import token_signing
 from services.registry.builtin.allocation import IPRange, PortRange, ServiceAllocations
 from services.registry.builtin.resources import (
     BUILT_IN,
@@ -18,9 +19,11 @@ from services.registry.builtin.resources import (
     LEASES,
     NAMESPACES,
     SCHEME,
+    SECRETS,
     SERVICE_ACCOUNTS,
     SERVICES,
 )
+from services.registry.builtin.serviceaccounts import TOKEN_SUBRESOURCE, TokenRequests
 from services.registry.controllers.aggregation import ClusterRoleAggregation
 from services.registry.controllers.bootstrap import bootstrap
 from services.registry.controllers.crd_controllers import CRDCleanup, CRDNaming
@@ -30,12 +33,13 @@ from services.registry.controllers.leader import LeaderElection, Timing, default
 from services.registry.controllers.namespaces import NamespaceLifecycle
 from services.registry.controllers.repair import AllocationRepair
 from services.registry.controllers.serviceaccounts import DefaultServiceAccounts
+from services.registry.controllers.tokens import TokensController
 from services.registry.generic.store import Store
 from services.registry.known_namespaces import KnownNamespaces
 from services.registry.readiness import storage_readiness
 from services.registry.served import ServedStores
-from services.registry.server import RegistryServicer, add_to_server
-from strata import service, telemetry
+from services.registry.server import RegistryServicer, SubresourceCreator, add_to_server
+from strata import service, telemetry, tls
 from strata.api.wire import REGISTRY_SERVICE_NAME
 from strata.storage import GrpcStorage
 
@@ -53,6 +57,7 @@ def main() -> None:
         "127.0.0.1:2382",
         "Storage contract address: the cacher, or the storage service to bypass the cache",
     )
+    service.tls_flags(parser, "registry")
     service.flag(
         parser,
         "service-cluster-ip-range",
@@ -103,8 +108,10 @@ def main() -> None:
         "1h",
         "How long events are kept after their last write",
     )
+    token_signing.add_flags(parser)
     args = parser.parse_args()
     try:
+        args.signer = token_signing.signer(args)
         args.event_ttl_seconds = round(service.parse_duration(args.event_ttl))
         args.cluster_ips = IPRange(args.service_cluster_ip_range)
         args.node_ports = PortRange(args.service_node_port_range)
@@ -117,6 +124,7 @@ def main() -> None:
         parser.error(str(e))
     if args.leader_elect not in ("true", "false"):
         parser.error(f"--leader-elect must be true or false, not {args.leader_elect!r}")
+    args.identity = service.tls_identity(args, "strata-registry")
     telemetry.setup("strata-registry")
     service.run(_run(args))
 
@@ -143,8 +151,33 @@ def _built_in(
     ]
 
 
+def _token_signing(
+    args: argparse.Namespace,
+    itself: grpc.aio.Channel,
+    store_of: dict[str, Store],
+    storage: GrpcStorage,
+    known_namespaces: KnownNamespaces,
+) -> tuple[dict[tuple[str, str, str], SubresourceCreator], list[TokensController]]:
+    """The token subresource and the tokens controller: both only when there is
+    a key to sign with, as kube installs neither without one."""
+    if args.signer is None:
+        return {}, []
+    accounts, secrets = store_of[SERVICE_ACCOUNTS.name], store_of[SECRETS.name]
+    requests = TokenRequests(
+        args.signer,
+        accounts,
+        secrets,
+        storage=storage,
+        namespaces=known_namespaces,
+        scheme=SCHEME,
+    )
+    root_ca = token_signing.root_ca(args)
+    controller = TokensController(itself, accounts, secrets, args.signer, root_ca)
+    return {TOKEN_SUBRESOURCE: requests}, [controller]
+
+
 async def _run(args: argparse.Namespace) -> None:
-    channel = service.connect(args.storage)
+    channel = service.connect(args.storage, args.identity, tls.STORAGE_CONTRACT)
     storage = GrpcStorage(channel)
 
     controllers: list[asyncio.Task[None]] = []
@@ -159,10 +192,12 @@ async def _run(args: argparse.Namespace) -> None:
 
     # The controllers that are clients of the API reach it as others do: over
     # the Registry API, here the registry's own; so do the informers the
-    # Stores read CRDs and namespaces from.
-    itself = service.connect(args.listen)
+    # Stores read CRDs and namespaces from, with the registry's own certificate.
+    itself = service.connect(args.listen, args.identity, tls.REGISTRY_CONTRACT)
     crds = served.follow_crds(itself)
     namespace_informer = known_namespaces.follow(itself)
+    accounts = store_of[SERVICE_ACCOUNTS.name]
+    creators, tokens = _token_signing(args, itself, store_of, storage, known_namespaces)
 
     async def lead() -> None:
         """The controllers, run by one replica at a time."""
@@ -173,7 +208,8 @@ async def _run(args: argparse.Namespace) -> None:
             GarbageCollector(itself, served).run(),
             CRDNaming(itself, definitions).run(),
             CRDCleanup(itself, definitions, storage).run(),
-            DefaultServiceAccounts(itself, store_of[SERVICE_ACCOUNTS.name]).run(),
+            DefaultServiceAccounts(itself, accounts).run(),
+            *(controller.run() for controller in tokens),
             KubernetesService(
                 store_of[SERVICES.name],
                 store_of[ENDPOINTS.name],
@@ -184,7 +220,7 @@ async def _run(args: argparse.Namespace) -> None:
 
     async def register(server: grpc.aio.Server) -> None:
         await bootstrap(namespaces, cluster_roles, store_of[CLUSTER_ROLE_BINDINGS.name])
-        add_to_server(RegistryServicer(served, storage), server)
+        add_to_server(RegistryServicer(served, storage, creators), server)
         crds.start()
         namespace_informer.start()
         if args.leader_elect == "true":
@@ -208,6 +244,8 @@ async def _run(args: argparse.Namespace) -> None:
     await service.serve(
         service_name="strata-registry",
         listen=args.listen,
+        identity=args.identity,
+        callers=service.allowed_clients(args),
         register=register,
         on_stop=stop,
         readiness={REGISTRY_SERVICE_NAME: storage_readiness(channel, storage, BUILT_IN)},

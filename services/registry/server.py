@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Protocol, TypeVar
 
 import grpc
 import orjson
@@ -16,6 +16,7 @@ from services.registry.generic.store import Store
 from services.registry.served import ServedStores
 from services.registry.watches import Opened, Route, serve_watches
 from strata import pipeline, protowire, service, telemetry
+from strata.api import errors
 from strata.api.errors import StatusError
 from strata.api.wire import REGISTRY_SERVICE_NAME, abort_with_status, failure
 from strata.pipeline import Operation
@@ -57,8 +58,22 @@ async def _object(
     return registry_pb2.ObjectResponse(object=body, warnings=given)
 
 
-def _api_resource(store: Store) -> registry_pb2.APIResource:
+class SubresourceCreator(Protocol):
+    """A subresource created on an object rather than stored (kube's
+    NamedCreater: a ServiceAccount's token)."""
+
+    async def create(
+        self, namespace: str, name: str, body: bytes, *, dry_run: bool, field_manager: str
+    ) -> bytes: ...
+
+
+# Which subresource creator serves (group, resource, subresource).
+Creators = Mapping[tuple[str, str, str], SubresourceCreator]
+
+
+def _api_resource(store: Store, creators: Creators) -> registry_pb2.APIResource:
     r = store.resource
+    created = [sub for (g, name, sub) in creators if (g, name) == (r.group, r.name)]
     return registry_pb2.APIResource(
         group=r.group,
         version=r.version,
@@ -69,7 +84,7 @@ def _api_resource(store: Store) -> registry_pb2.APIResource:
         verbs=r.verbs,
         short_names=r.short_names,
         categories=r.categories,
-        subresources=r.subresources,
+        subresources=[*r.subresources, *created],
         custom=r.custom,
         list_kind=r.list_kind or f"{r.kind}List",
         schema=orjson.dumps(r.schema) if r.schema is not None else b"",
@@ -140,9 +155,12 @@ def _send_initial_events(options: registry_pb2.ListOptions) -> bool | None:
 
 
 class RegistryServicer(registry_pb2_grpc.RegistryServicer):
-    def __init__(self, served: ServedStores, storage: GrpcStorage) -> None:
+    def __init__(
+        self, served: ServedStores, storage: GrpcStorage, creators: Creators | None = None
+    ) -> None:
         self._storage = storage
         self._served = served
+        self._creators: Creators = creators or {}
         self._pipeline = pipeline.Dispatcher(
             REGISTRY_SERVICE_NAME,
             {  # pipelined call kind -> its operation
@@ -171,12 +189,15 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
         self, request: registry_pb2.ListResourcesRequest, context: Context
     ) -> registry_pb2.ListResourcesResponse:
         stores = await _answer(context, self._served.every)
-        return registry_pb2.ListResourcesResponse(resources=[_api_resource(s) for s in stores])
+        return registry_pb2.ListResourcesResponse(
+            resources=[_api_resource(s, self._creators) for s in stores]
+        )
 
     async def GetResource(
         self, request: registry_pb2.ResourceRef, context: Context
     ) -> registry_pb2.APIResource:
-        return _api_resource(await _answer(context, lambda: self._store(request)))
+        store = await _answer(context, lambda: self._store(request))
+        return _api_resource(store, self._creators)
 
     # --- the calls, each run by its unary RPC and by the Pipeline ----------------
 
@@ -185,6 +206,17 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
 
         async def create() -> bytes:
             store = await self._store(ref)
+            if request.subresource:
+                creator = self._creators.get((ref.group, ref.resource, request.subresource))
+                if creator is None:
+                    raise errors.path_not_found()
+                return await creator.create(
+                    ref.namespace,
+                    request.name,
+                    request.body,
+                    dry_run=request.dry_run,
+                    field_manager=request.field_manager,
+                )
             return await store.create(
                 ref.namespace,
                 request.body,

@@ -82,6 +82,7 @@ def main(argv: list[str] | None = None) -> None:
         return _reencrypt_main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m services.storage", description=__doc__)
     service.flag(parser, "listen", "STRATA_STORAGE_LISTEN", "127.0.0.1:2381", "gRPC address")
+    service.tls_flags(parser, "storage")
     _common_flags(parser)
     service.flag(
         parser,
@@ -119,6 +120,7 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as e:
         parser.error(str(e))
     transformers = _transformers(args.encryption_provider_config)
+    args.identity = service.tls_identity(args, "strata-storage")
     telemetry.setup("strata-storage")
     service.run(_run(args, transformers))
 
@@ -155,6 +157,8 @@ async def _run(args: argparse.Namespace, transformers: Transformers | None) -> N
     await service.serve(
         service_name="strata-storage",
         listen=args.listen,
+        identity=args.identity,
+        callers=service.allowed_clients(args),
         register=register,
         on_stop=stop,
         readiness={SERVICE_NAME: service.always_ready()},

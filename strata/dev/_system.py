@@ -8,7 +8,9 @@ main thread also get SIGTERM when that process dies (_pdeathsig), so they do
 not outlive it by more than their own shutdown. etcd's ports are kept in
 $STRATA_HOME/ports.json so a restart reuses the data dir with the same member
 URLs; the services take free ports each time (the gateway's comes from
-STRATA_PORT, 6443 by default), so two instances can run side by side.
+STRATA_PORT, 6443 by default), so two instances can run side by side. The
+services' gRPC hops are mutual TLS with the certificates strata.tls keeps in
+$STRATA_HOME/pki/grpc (made on first start); etcd, on loopback, is plain.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from strata import serviceaccounts, tls
 from strata.dev._etcd import etcd_command, find_etcd
 from strata.dev._lock import HomeLock
 from strata.proto.etcd.etcdserverpb import rpc_pb2, rpc_pb2_grpc
@@ -108,6 +111,25 @@ class System:
         return self.home / "pki" / "ca.crt"
 
     @property
+    def grpc_pki(self) -> Path:
+        """strata's internal CA and each service's certificate (strata.tls)."""
+        return self.home / "pki" / "grpc"
+
+    def grpc_identity(self, service: str) -> tls.Identity:
+        """service's identity on the gRPC hops ("storage", ..., "gateway")."""
+        return tls.files(self.grpc_pki, service).read()
+
+    def grpc_channel(self, service: str, caller: str) -> grpc.aio.Channel:
+        """An asyncio channel to service ("storage", "cacher", "registry"),
+        presenting caller's certificate: what caller's own channel is."""
+        assert self.endpoints is not None
+        return grpc.aio.secure_channel(
+            getattr(self.endpoints, service),
+            tls.channel_credentials(self.grpc_identity(caller)),
+            options=tls.channel_options(tls.SERVES[service][0]),
+        )
+
+    @property
     def admin_token(self) -> str:
         return (self.home / "admin-token").read_text().strip()
 
@@ -140,9 +162,14 @@ class System:
         self._processes.append((name, process))
         return process
 
-    @staticmethod
-    def _service(name: str, *flags: str) -> list[str]:
-        return [sys.executable, "-m", f"services.{name}", *flags]
+    def _service(self, name: str, *flags: str) -> list[str]:
+        where = tls.files(self.grpc_pki, name)
+        identity = (
+            f"--grpc-ca-file={where.ca}",
+            f"--grpc-cert-file={where.cert}",
+            f"--grpc-key-file={where.key}",
+        )
+        return [sys.executable, "-m", f"services.{name}", *identity, *flags]
 
     def _launch(self, name: str, argv: list[str], ready: Callable[[], bool]) -> None:
         """Start a child and wait until ready says it serves; remembered, so
@@ -188,9 +215,12 @@ class System:
             time.sleep(0.1)
         raise StartError(f"{name} did not become healthy; see {self.home}/logs/{name}.log")
 
-    @staticmethod
-    def _grpc_serving(address: str) -> bool:
-        with grpc.insecure_channel(address) as channel:
+    def _grpc_serving(self, address: str, name: str) -> bool:
+        """Whether name serves; health answers any of strata's certificates,
+        so each service is asked with its own."""
+        credentials = tls.channel_credentials(self.grpc_identity(name))
+        options = tls.channel_options(tls.SERVES[name][0])
+        with grpc.secure_channel(address, credentials, options) as channel:
             answer = health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(), timeout=1
             )
@@ -232,6 +262,7 @@ class System:
 
     def _start(self) -> Endpoints:
         etcd = self._etcd_binary or find_etcd(progress=self._progress)
+        tls.ensure(self.grpc_pki)
         client, peer = self._etcd_ports()
         etcd_addr = f"127.0.0.1:{client}"
         etcd_argv = etcd_command(
@@ -253,21 +284,29 @@ class System:
                 f"--etcd={etcd_addr}",
                 f"--metrics-listen={storage_metrics}",
             ),
-            lambda: self._grpc_serving(storage),
+            lambda: self._grpc_serving(storage, "storage"),
         )
 
         cacher = f"127.0.0.1:{free_port()}"
         self._launch(
             "cacher",
             self._service("cacher", f"--listen={cacher}", f"--storage={storage}"),
-            lambda: self._grpc_serving(cacher),
+            lambda: self._grpc_serving(cacher, "cacher"),
         )
 
         registry = f"127.0.0.1:{free_port()}"
+        # The service-account key pair: the registry signs, the gateway verifies.
+        signing_key, public_key = serviceaccounts.ensure_key_pair(self.home / "pki")
         self._launch(
             "registry",
-            self._service("registry", f"--listen={registry}", f"--storage={cacher}"),
-            lambda: self._grpc_serving(registry),
+            self._service(
+                "registry",
+                f"--listen={registry}",
+                f"--storage={cacher}",
+                f"--service-account-signing-key-file={signing_key}",
+                f"--root-ca-file={self.ca_file}",
+            ),
+            lambda: self._grpc_serving(registry, "registry"),
         )
 
         port = self.gateway_port or free_port()
@@ -279,6 +318,7 @@ class System:
                 f"--listen=127.0.0.1:{port}",
                 f"--registry={registry}",
                 f"--home={self.home}",
+                f"--service-account-key-file={public_key}",
             ),
             lambda: self._gateway_ready(url),
         )

@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes
 
 from services.gateway.pki import issue_client_certificate
 from strata.client import Config, RestClient, Unauthorized, in_cluster, load_kubeconfig
@@ -63,7 +65,6 @@ def kubeconfig(system: System, directory: Path, user: dict[str, Any]) -> Path:
 
 async def whoami(config: Config) -> dict[str, Any]:
     async with RestClient(config) as rest:
-        await rest.request("GET", "/api/v1/namespaces/default")
         review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
         answer = await rest.request(
             "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", body=review
@@ -93,9 +94,12 @@ async def test_every_kind_of_credential_is_accepted(
         "client-key-data": base64.b64encode(key).decode(),
     }
     certificate = load_kubeconfig([kubeconfig(own_system, tmp_path / "c", user)])
+    # kube names the certificate in the user's extra: its SHA-256.
+    fingerprint = x509.load_pem_x509_certificate(cert).fingerprint(hashes.SHA256()).hex()
     assert await whoami(certificate) == {
         "username": "erin",
         "groups": ["admins", "system:authenticated"],
+        "extra": {"authentication.kubernetes.io/credential-id": [f"X509SHA256={fingerprint}"]},
     }
 
     plugin = tmp_path / "e" / "creds.sh"

@@ -14,7 +14,6 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-import grpc
 import pytest
 
 from strata.client import (
@@ -92,7 +91,7 @@ async def test_an_informer_resumes_after_restarts_and_relists_after_410(
         # etcd compacts, and the watch cache starts over: resuming is 410.
         await asyncio.to_thread(own_system.stop_one, "gateway")
         ref = registry_pb2.ResourceRef(version="v1", resource="configmaps", namespace="apps")
-        async with grpc.aio.insecure_channel(own_system.endpoints.registry) as channel:
+        async with own_system.grpc_channel("registry", "gateway") as channel:
             registry = registry_pb2_grpc.RegistryStub(channel)
             await registry.Delete(registry_pb2.DeleteRequest(resource=ref, name="b"))
         etcd = Etcd(own_system.endpoints.etcd.removeprefix("http://"))
@@ -116,7 +115,7 @@ async def _delete_behind_the_gateway(system: System, namespace: str, name: str) 
     """Delete through the registry, so a client of the (stopped) gateway misses it."""
     assert system.endpoints is not None
     ref = registry_pb2.ResourceRef(version="v1", resource="configmaps", namespace=namespace)
-    async with grpc.aio.insecure_channel(system.endpoints.registry) as channel:
+    async with system.grpc_channel("registry", "gateway") as channel:
         registry = registry_pb2_grpc.RegistryStub(channel)
         await registry.Delete(registry_pb2.DeleteRequest(resource=ref, name=name))
 

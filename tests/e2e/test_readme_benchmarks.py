@@ -48,6 +48,7 @@ PRINTS: dict[str, tuple[str, str]] = {
         r"strata: \{'sync_seconds': [\d.]+, 'update_seconds': [\d.]+",
         "informer.json",
     ),
+    ".venv/bin/python bench/authz.py": (r'"rbac_cost_percent": -?\d+\.\d+', "authz.json"),
 }
 
 

@@ -225,7 +225,9 @@ async def test_stale_update_is_409_conflict(http: aiohttp.ClientSession, system_
     )
 
 
-async def test_no_token_is_401(system: System, system_etcd: Etcd) -> None:
+async def test_no_token_is_anonymous_and_a_wrong_one_is_401(
+    system: System, system_etcd: Etcd
+) -> None:
     assert system.endpoints is not None
     context = ssl.create_default_context(cafile=str(system.ca_file))
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context)) as anonymous:
@@ -238,7 +240,14 @@ async def test_no_token_is_401(system: System, system_etcd: Etcd) -> None:
                 json=configmap("anon"),
                 headers=headers,
             )
-            assert body["code"] == 401 and body["reason"] == "Unauthorized"
+            if headers:
+                assert body["code"] == 401 and body["reason"] == "Unauthorized"
+            else:
+                # As kube's under RBAC (the default): anonymous, and not allowed.
+                assert body["code"] == 403 and body["message"] == (
+                    'configmaps is forbidden: User "system:anonymous" cannot create resource '
+                    '"configmaps" in API group "" in the namespace "default"'
+                )
         async with anonymous.get(f"{system.endpoints.gateway}/healthz") as response:
             assert response.status == 200 and await response.text() == "ok"
 

@@ -12,7 +12,6 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
-import grpc
 import orjson
 import pytest
 
@@ -283,7 +282,7 @@ async def test_informers_run_on_the_registry_api_too(rest: RestClient, system: S
     ns = await namespace(rest, "grpc")
     cms = DynamicClient(rest).resource(CONFIGMAPS)
     await cms.create(config_map("first", app="x"), ns)
-    async with grpc.aio.insecure_channel(system.endpoints.registry) as channel:
+    async with system.grpc_channel("registry", "registry") as channel:
         registry = RegistryResourceClient(channel, CONFIGMAPS)
         assert (await registry.get("first", ns))["metadata"]["labels"] == {"app": "x"}
         with pytest.raises(NotFound):
@@ -350,7 +349,7 @@ async def test_a_registry_client_can_see_only_owned_or_deleting_objects(
     dependent["metadata"]["ownerReferences"] = [reference]
     await cms.create(dependent, ns)
     await cms.create(config_map("other"), ns)
-    async with grpc.aio.insecure_channel(system.endpoints.registry) as channel:
+    async with system.grpc_channel("registry", "registry") as channel:
         registry = RegistryResourceClient(channel, CONFIGMAPS, owned_or_deleting=True)
         listed = await registry.list(ns)
         assert [o["metadata"]["name"] for o in listed["items"]] == ["dependent"]

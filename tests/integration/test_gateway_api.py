@@ -57,11 +57,23 @@ async def test_discovery_documents(http: aiohttp.ClientSession) -> None:
     apps = {"groupVersion": "apps/v1", "version": "v1"}
     rbac = {"groupVersion": "rbac.authorization.k8s.io/v1", "version": "v1"}
     extensions = {"groupVersion": "apiextensions.k8s.io/v1", "version": "v1"}
+    authentication = {"groupVersion": "authentication.k8s.io/v1", "version": "v1"}
+    authorization = {"groupVersion": "authorization.k8s.io/v1", "version": "v1"}
     assert (groups["kind"], groups["apiVersion"]) == ("APIGroupList", "v1")
     # Other tests' custom resource groups come and go; the built-in ones stay.
     assert [g for g in groups["groups"] if "example" not in g["name"]] == [
         {"name": "apiextensions.k8s.io", "versions": [extensions], "preferredVersion": extensions},
         {"name": "apps", "versions": [apps], "preferredVersion": apps},
+        {
+            "name": "authentication.k8s.io",
+            "versions": [authentication],
+            "preferredVersion": authentication,
+        },
+        {
+            "name": "authorization.k8s.io",
+            "versions": [authorization],
+            "preferredVersion": authorization,
+        },
         {
             "name": "coordination.k8s.io",
             "versions": [coordination],

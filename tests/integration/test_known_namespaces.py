@@ -13,7 +13,6 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 import aiohttp
-import grpc
 import orjson
 import pytest
 
@@ -61,8 +60,8 @@ async def registry(system: System, force_live_lookup_seconds: float) -> AsyncIte
     over the system's registry, not started yet."""
     assert system.endpoints is not None
     async with (
-        grpc.aio.insecure_channel(system.endpoints.cacher) as cacher,
-        grpc.aio.insecure_channel(system.endpoints.registry) as itself,
+        system.grpc_channel("cacher", "registry") as cacher,
+        system.grpc_channel("registry", "registry") as itself,
     ):
         storage = CountingStorage(cacher)
         known = KnownNamespaces(force_live_lookup_seconds)

@@ -11,7 +11,6 @@ from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit
 
 import aiohttp
-import grpc
 import orjson
 
 from services.registry.builtin.resources import ENDPOINTS as ENDPOINTS_RESOURCE
@@ -127,7 +126,7 @@ async def test_a_lease_renewed_after_the_round_read_it_is_not_deleted(
     body = lease(name, "", now)
     del body["metadata"]["annotations"]  # no gateway address: the Endpoints stay
     created = await answer(http, "POST", LEASES, 201, json=body)
-    async with grpc.aio.insecure_channel(system.endpoints.cacher) as channel:
+    async with system.grpc_channel("cacher", "registry") as channel:
         storage = GrpcStorage(channel)
         leases = StaleLeases(LEASES_RESOURCE, storage)
         # What the round reads: the gateways' Leases, this one as it was a

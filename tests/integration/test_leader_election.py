@@ -10,7 +10,6 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 
 import aiohttp
-import grpc
 import orjson
 import pytest
 
@@ -20,6 +19,7 @@ from services.registry.generic.options import Rendering
 from services.registry.generic.store import Store
 from strata.api.errors import StatusError
 from strata.storage import GrpcStorage
+from tests.support import hops
 
 FAST = Timing(lease_duration=1.5, renew_deadline=1.0, retry_period=0.2)
 
@@ -28,7 +28,7 @@ class Candidate:
     """One replica: its own channel to storage, and whether its controllers run."""
 
     def __init__(self, storage_address: str, lease: str) -> None:
-        self.channel = grpc.aio.insecure_channel(storage_address)
+        self.channel = hops.dial(storage_address)
         self.storage = GrpcStorage(self.channel)
         self.leases = Store(LEASES, self.storage)
         self.election = LeaderElection(
@@ -79,7 +79,7 @@ async def first_leader(group: list[Candidate]) -> Candidate:
 async def candidates(storage_address: str) -> AsyncIterator[Callable[[], Candidate]]:
     lease = f"lease-{uuid.uuid4().hex[:8]}"
     made: list[Candidate] = []
-    channel = grpc.aio.insecure_channel(storage_address)
+    channel = hops.dial(storage_address)
     storage = GrpcStorage(channel)
     body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": LEASE_NAMESPACE}}
     with contextlib.suppress(StatusError):

@@ -76,7 +76,8 @@ async def test_every_served_kind_has_its_document(http: aiohttp.ClientSession) -
             patches = patch_operations(doc, gvk)
             # kubectl reads the first PATCH operation it meets for a kind: all
             # of them must take fieldValidation for it to leave validation here.
-            assert patches, r["name"]
+            # (The review kinds are created only, as kube serves them.)
+            assert bool(patches) == ("patch" in r["verbs"]), r["name"]
             for operation in patches:
                 names = {p["name"] for p in operation["parameters"]}
                 assert {"fieldValidation", "fieldManager", "dryRun", "force"} <= names

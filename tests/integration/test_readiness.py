@@ -28,6 +28,7 @@ from strata.storage import (
     StorageServicer,
     add_to_server,
 )
+from tests.support import hops
 
 TOKEN = "readiness-token"
 
@@ -47,7 +48,7 @@ class GatedLists(GrpcStorage):
 
 @pytest.fixture
 async def gated(storage_address: str) -> AsyncIterator[GatedLists]:
-    channel = grpc.aio.insecure_channel(storage_address)
+    channel = hops.dial(storage_address)
     upstream = GatedLists(channel)
     yield upstream
     await upstream.close()

@@ -12,7 +12,6 @@ import grpc
 import orjson
 import pytest
 
-from strata import service
 from strata.api.errors import StatusError
 from strata.dev import System
 from strata.proto.registry.v1 import registry_pb2
@@ -28,7 +27,7 @@ def _config_map(name: str) -> bytes:
 
 async def test_calls_share_the_stream_and_fail_as_their_unary_rpcs_would(system: System) -> None:
     assert system.endpoints is not None
-    channel = service.connect(system.endpoints.registry)
+    channel = system.grpc_channel("registry", "gateway")
     registry = RegistryClient(channel)
     namespace = f"pipeline-{uuid.uuid4().hex[:8]}"
     ref = registry_pb2.ResourceRef(version="v1", resource="configmaps", namespace=namespace)

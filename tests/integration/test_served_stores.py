@@ -10,7 +10,6 @@ import time
 from typing import Any
 
 import aiohttp
-import grpc
 import pytest
 
 from services.registry.served import ServedStores
@@ -43,8 +42,8 @@ async def test_custom_stores_follow_the_crd_informer(
 ) -> None:
     assert system.endpoints is not None
     async with (
-        grpc.aio.insecure_channel(system.endpoints.cacher) as cacher,
-        grpc.aio.insecure_channel(system.endpoints.registry) as registry,
+        system.grpc_channel("cacher", "registry") as cacher,
+        system.grpc_channel("registry", "registry") as registry,
     ):
         storage = CountingStorage(cacher)
         served = ServedStores([], storage)

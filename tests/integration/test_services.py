@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
-import grpc
 import orjson
 import pytest
 
@@ -26,6 +25,7 @@ from strata.api import names
 from strata.api.errors import StatusError
 from strata.etcd import Etcd, prefix_end
 from strata.storage import GrpcStorage
+from tests.support import hops
 from tests.support.registry_tester import (
     Case,
     Obj,
@@ -382,7 +382,7 @@ class Tiny:
 async def tiny(storage_address: str) -> AsyncIterator[Tiny]:
     """A Services store of the registry's own, on ranges of six addresses and
     three ports, over the storage service and its etcd."""
-    channel = grpc.aio.insecure_channel(storage_address)
+    channel = hops.dial(storage_address)
     storage = GrpcStorage(channel)
     allocations = ServiceAllocations(storage, IPRange("10.200.0.0/29"), PortRange("30000-30002"))
     namespace = f"tiny-{uuid.uuid4().hex[:8]}"

@@ -20,6 +20,7 @@ from services.registry.builtin.resources import CONFIGMAPS, NAMESPACES
 from services.registry.generic.store import Store
 from strata.proto.storage.v1 import storage_pb2
 from strata.storage import GetOptions, GrpcStorage, guaranteed_update
+from tests.support import hops
 from tests.support.registry_tester import configmap
 
 _names = itertools.count()
@@ -43,7 +44,7 @@ class Reads(GrpcStorage):
 
 @pytest.fixture
 async def cached(cacher_address: str) -> AsyncIterator[Reads]:
-    async with grpc.aio.insecure_channel(cacher_address) as channel:
+    async with hops.dial(cacher_address) as channel:
         storage = Reads(channel)
         yield storage
         await storage.close()

@@ -32,6 +32,7 @@ from strata.storage import (
     watch_stream,
 )
 from strata.storage.requests import compile_predicate
+from tests.support import hops
 
 Event = storage_pb2.WatchEvent
 EVERYTHING = compile_predicate("/", Predicate())
@@ -79,7 +80,7 @@ class Clock:
 
 @pytest.fixture
 async def upstream(storage_address: str) -> AsyncIterator[GrpcStorage]:
-    channel = grpc.aio.insecure_channel(storage_address)
+    channel = hops.dial(storage_address)
     yield GrpcStorage(channel)
     await channel.close()
 
@@ -407,7 +408,7 @@ class CountingStorage(GrpcStorage):
 async def test_a_consistent_list_from_the_cache_sees_a_write_made_just_before(
     storage_address: str,
 ) -> None:
-    channel = grpc.aio.insecure_channel(storage_address)
+    channel = hops.dial(storage_address)
     counting = CountingStorage(channel)
     cached = CachedStorage(counting)
     root = resource()

@@ -8,12 +8,12 @@ import asyncio
 import uuid
 from collections.abc import AsyncIterator, Sequence
 
-import grpc
 import orjson
 import pytest
 
 from strata.proto.storage.v1 import storage_pb2
 from strata.storage import GrpcStorage, ListOptions, Predicate, WatchOptions, WatchStreamCall
+from tests.support import hops
 
 Frame = storage_pb2.WatchFrame
 
@@ -28,7 +28,7 @@ async def storage(
     request: pytest.FixtureRequest, storage_address: str, cacher_address: str
 ) -> AsyncIterator[tuple[str, GrpcStorage]]:
     address = cacher_address if request.param == "cacher" else storage_address
-    channel = grpc.aio.insecure_channel(address)
+    channel = hops.dial(address)
     client = GrpcStorage(channel)
     yield str(request.param), client
     await client.close()

@@ -18,7 +18,6 @@ import asyncio
 import uuid
 from collections.abc import AsyncIterator
 
-import grpc
 import orjson
 import pytest
 
@@ -26,6 +25,7 @@ from services.cacher.storage import CachedStorage
 from services.cacher.window import fresh_seconds
 from strata.proto.storage.v1 import storage_pb2
 from strata.storage import Expired, GrpcStorage, WatchOptions
+from tests.support import hops
 
 Event = storage_pb2.WatchEvent
 
@@ -46,7 +46,7 @@ def obj(name: str, namespace: str = "ns") -> bytes:
 
 @pytest.fixture
 async def upstream(storage_address: str) -> AsyncIterator[GrpcStorage]:
-    channel = grpc.aio.insecure_channel(storage_address)
+    channel = hops.dial(storage_address)
     yield GrpcStorage(channel)
     await channel.close()
 

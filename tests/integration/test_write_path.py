@@ -23,6 +23,7 @@ from services.registry.generic.store import Store
 from strata.api import patch_types
 from strata.proto.storage.v1 import storage_pb2
 from strata.storage import GetOptions, GrpcStorage, envelopes
+from tests.support import hops
 
 Obj = dict[str, Any]
 # Where the write path's code lives (the test's own calls are not counted).
@@ -65,7 +66,7 @@ class Counted(GrpcStorage):
 
 @pytest.fixture
 async def storage(cacher_address: str) -> AsyncIterator[Counted]:
-    async with grpc.aio.insecure_channel(cacher_address) as channel:
+    async with hops.dial(cacher_address) as channel:
         counted = Counted(channel)
         yield counted
         await counted.close()
@@ -160,7 +161,7 @@ async def test_a_patch_reads_once_more_for_each_conflict(
 ) -> None:
     store = Store(CONFIGMAPS, storage)
     await _created(store, "raced")
-    channel = grpc.aio.insecure_channel(cacher_address)
+    channel = hops.dial(cacher_address)
     other = Store(CONFIGMAPS, GrpcStorage(channel))
 
     async def concurrent_write() -> None:

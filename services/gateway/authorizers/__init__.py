@@ -1,16 +1,21 @@
 """What an authorizer is (kube's authorizer.Authorizer): given the attributes of
 a request, it allows it, denies it, or has no opinion. The chain's
 authorization step (services/gateway/chain/authorization.py) asks the one the
-gateway was built with; only an allowed request goes on.
+gateway was built with; only an allowed request goes on. Each mode is
+also kube's RuleResolver: what a user may do in a namespace, as a
+SelfSubjectRulesReview lists it.
 
-The implementations live in this package, one module each
-(services/gateway/authorizers/always_allow.py is strata's only one today). The
-handlers import none of it: an import-linter contract in pyproject.toml says so."""
+The implementations live in this package, one module each: AlwaysAllow,
+AlwaysDeny, RBAC (rbac.py over rbac_policy.py), Webhook, the superuser group,
+and the union that chains the modes --authorization-mode names (modes.py).
+The handlers import none of it: an import-linter contract in pyproject.toml
+says so; what the review APIs need of it the app hands them (reviews.py)."""
 
 from __future__ import annotations
 
 import enum
-from typing import NamedTuple, Protocol
+from collections.abc import Sequence
+from typing import Any, NamedTuple, Protocol
 
 from services.gateway.user import User
 
@@ -39,7 +44,41 @@ class Attributes(NamedTuple):
     name: str = ""
 
 
+class Rules(NamedTuple):
+    """kube's RulesFor answer: the rules (as authorization.k8s.io's
+    ResourceRule and NonResourceRule JSON), whether the list may be
+    incomplete, and the errors met while making it."""
+
+    resource: list[dict[str, Any]]
+    non_resource: list[dict[str, Any]]
+    incomplete: bool = False
+    errors: tuple[str, ...] = ()
+
+
+NO_RULES = Rules([], [])
+
+
 class Authorizer(Protocol):
     async def authorize(self, attributes: Attributes) -> tuple[Decision, str]:
         """The decision, and why (kube's reason, written after a denial's message)."""
         ...
+
+
+class RuleResolver(Protocol):
+    def rules_for(self, user: User, namespace: str) -> Rules:
+        """What user may do in namespace, as far as this authorizer can list it."""
+        ...
+
+
+class Mode(Authorizer, RuleResolver, Protocol):
+    """An authorization mode: an authorizer that is also a rule resolver (each of
+    kube's modes is both, and so is their union)."""
+
+
+def aggregate(messages: Sequence[str]) -> str:
+    """kube's utilerrors.NewAggregate(...).Error(): each message once, in order;
+    one alone as it is, more in brackets, comma-separated; none is ""."""
+    distinct = list(dict.fromkeys(messages))
+    if len(distinct) <= 1:
+        return "".join(distinct)
+    return "[" + ", ".join(distinct) + "]"

@@ -5,9 +5,12 @@ as small steps, each one of kube-apiserver's filters:
    everything, so that refusals are traced and counted too;
 2. Status rendering (status.py): whatever a step or handler raises, answered
    as kube's Status;
-3. authentication (authentication.py): the user, or 401;
-4. impersonation: not yet (strata ignores Impersonate-* headers); its place
-   is here, between authentication and authorization, as in kube;
+3. authentication (authentication.py): the user, or 401; then, with an
+   audit policy, the audit step (audit.py, services/gateway/audit/): the
+   request's events in the audit log (a 401's too, from a step in front of
+   authentication, and the objects from one just before the handler);
+4. impersonation (impersonation.py): Impersonate-* headers, which the
+   authorizer must allow, change the user (400, or 403);
 5. authorization (authorization.py): the authorizer's decision, or 403;
 6. output negotiation (services/gateway/output.py), which the handlers also
    read for what they render themselves;
@@ -23,25 +26,25 @@ pyproject.toml)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from services.gateway import output
+from services.gateway.audit import Auditor
 from services.gateway.authorizers import Authorizer
 from services.gateway.chain import (
     audit,
     authentication,
     authorization,
+    impersonation,
     limits,
     status,
     timeouts,
     tracing,
 )
 from services.gateway.chain.metrics import RequestMetrics
-from services.gateway.user import User
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,24 +59,36 @@ class Limits:
 def middlewares(
     *,
     metrics: RequestMetrics,
-    authenticate: Callable[[web.Request], User | None],
+    authenticate: authentication.RequestAuthenticator,
     authorizer: Authorizer,
     bounds: Limits,
+    auditor: Auditor | None = None,
 ) -> list[Middleware]:
-    """The steps, in the order a request goes through them."""
+    """The steps, in the order a request goes through them (the audit steps
+    only with an auditor)."""
     in_flight = limits.InFlight(metrics, read_only=bounds.read_only, mutating=bounds.mutating)
+    steps = audit.AuditSteps(auditor) if auditor is not None else None
     return [
         tracing.trace_requests,
         metrics.middleware,
         status.render_status,
+        *([steps.received] if steps else []),
         authentication.middleware(authenticate),
+        *([steps.audit] if steps else []),
+        impersonation.middleware(authorizer),
         authorization.middleware(authorizer),
         output.render_output,
         in_flight.middleware,
         timeouts.timeouts(bounds.timeout_seconds),
+        *([steps.objects] if steps else []),
     ]
 
 
-def install_hooks(app: web.Application) -> None:
-    """What the chain does to every response as it starts: its audit id."""
+def install_hooks(app: web.Application, auditor: Auditor | None = None) -> None:
+    """What the chain does to every response as it starts: its audit id (and
+    a long-running request's ResponseStarted event); and the audit log's
+    writer, started and stopped with the app."""
     app.on_response_prepare.append(audit.audit_id)
+    if auditor is not None:
+        app.on_startup.append(auditor.start)
+        app.on_cleanup.append(auditor.close)

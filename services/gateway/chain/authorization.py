@@ -1,7 +1,8 @@
 """kube's authorization filter: the request's attributes (who, which verb, on
-what) put to the gateway's authorizer, and a request it does not allow refused
-403 with kube's message. Which authorizer is the app's choice
-(services/gateway/app.py): AlwaysAllow today, so nothing is refused yet."""
+what, as kube's RequestInfoFactory reads a request) put to the gateway's
+authorizer, and a request it does not allow refused 403 with kube's message.
+Which authorizer is the app's choice (services/gateway/app.py, from
+--authorization-mode: services/gateway/authorizers/modes.py)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,40 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from services.gateway import paths, user
+from services.gateway import audit, paths, user
 from services.gateway.authorizers import Attributes, Authorizer, Decision
+from strata.api import names
 from strata.api.errors import StatusError
 from strata.api.goquote import quote
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+# kube's verb of each method (RequestInfoFactory); a GET without a name is a
+# list or a watch, a DELETE without one a deletecollection.
+_VERBS = {
+    "POST": "create",
+    "GET": "get",
+    "HEAD": "get",
+    "PUT": "update",
+    "PATCH": "patch",
+    "DELETE": "delete",
+}
+
+
+def _named_in_selector(request: web.Request) -> str:
+    """The name a list or watch's fieldSelector asks for exactly
+    (metadata.name=<name>, or ==), which kube authorizes as a named request."""
+    selector = request.query.get("fieldSelector", "")
+    for requirement in selector.split(","):
+        key, op, value = requirement.partition("==")
+        if not op:
+            key, op, value = requirement.partition("=")
+        if op and key.strip() == "metadata.name":
+            name = value.strip()
+            if name and not names.path_segment_errors(name):
+                return name
+    return ""
 
 
 def attributes_of(request: web.Request) -> Attributes:
@@ -24,8 +53,17 @@ def attributes_of(request: web.Request) -> Attributes:
     who, path = user.of(request), request.path
     if info is None or not info.resource:
         return Attributes(who, request.method.lower(), path, False)
-    # A method with no route is named as kube names one it has no verb for.
-    verb = paths.verb(request, info) or request.method.lower()
+    name, namespace = info.name, info.namespace
+    # A namespace's own requests are in that namespace, as kube parses them.
+    if info.resource == "namespaces" and name:
+        namespace = name
+    method = request.method
+    verb = "watch" if info.watch_path else _VERBS.get(method, method.lower())
+    if not name and verb == "get":
+        verb = "watch" if paths.truthy(request.query.get("watch")) else "list"
+        name = _named_in_selector(request)
+    elif not name and verb == "delete":
+        verb = "deletecollection"
     # In the fields' order, positionally: built for every request.
     return Attributes(
         who,
@@ -36,8 +74,8 @@ def attributes_of(request: web.Request) -> Attributes:
         info.version,
         info.resource,
         info.subresource,
-        info.namespace,
-        info.name,
+        namespace,
+        name,
     )
 
 
@@ -88,6 +126,8 @@ def middleware(authorizer: Authorizer) -> Middleware:
     async def authorized(request: web.Request, handler: Handler) -> web.StreamResponse:
         attributes = attributes_of(request)
         decision, reason = await authorizer.authorize(attributes)
+        # The audit log's authorization.k8s.io annotations (services/gateway/audit/).
+        audit.authorized(request, decision is Decision.ALLOW, reason)
         if decision is not Decision.ALLOW:
             raise forbidden(attributes, reason)
         return await handler(request)

@@ -351,7 +351,9 @@ class APIResource(_message.Message):
     def categories(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     @_builtins.property
     def subresources(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """"status", "scale": the subresources served (get and update each)."""
+        """"status", "scale": the subresources served (get and update each; "token",
+        a ServiceAccount's TokenRequest, create only).
+        """
 
     def __init__(
         self,
@@ -462,6 +464,8 @@ class CreateRequest(_message.Message):
     FIELD_VALIDATION_FIELD_NUMBER: _builtins.int
     FIELD_MANAGER_FIELD_NUMBER: _builtins.int
     DECODING_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    SUBRESOURCE_FIELD_NUMBER: _builtins.int
     body: _builtins.bytes
     dry_run: _builtins.bool
     """dryRun=All: everything a write does, nothing stored; the answer is what
@@ -476,6 +480,12 @@ class CreateRequest(_message.Message):
     become its own in metadata.managedFields. Empty: managedFields as given
     (a server-side apply computed them), or kept.
     """
+    name: _builtins.str
+    """A create on a subresource of an object (serviceaccounts/<name>/token, a
+    TokenRequest): the object's name and the subresource; "" for a create of
+    the resource itself.
+    """
+    subresource: _builtins.str
     @_builtins.property
     def resource(self) -> Global___ResourceRef: ...
     @_builtins.property
@@ -489,10 +499,12 @@ class CreateRequest(_message.Message):
         field_validation: _builtins.str = ...,
         field_manager: _builtins.str = ...,
         decoding: Global___Decoding | None = ...,
+        name: _builtins.str = ...,
+        subresource: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["decoding", b"decoding", "resource", b"resource"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "decoding", b"decoding", "dry_run", b"dry_run", "field_manager", b"field_manager", "field_validation", b"field_validation", "resource", b"resource"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "decoding", b"decoding", "dry_run", b"dry_run", "field_manager", b"field_manager", "field_validation", b"field_validation", "name", b"name", "resource", b"resource", "subresource", b"subresource"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
