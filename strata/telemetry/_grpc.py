@@ -29,6 +29,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
+from strata import grpc_handlers
 from strata.telemetry._propagation import sampled
 
 _PROPAGATOR = TraceContextTextMapPropagator()
@@ -255,21 +256,10 @@ class ContinueTraces(grpc.aio.ServerInterceptor):
         if handler is None or not parent:
             return handler
         method = handler_call_details.method
-        kinds = (
-            ("unary_unary", grpc.unary_unary_rpc_method_handler),
-            ("unary_stream", grpc.unary_stream_rpc_method_handler),
-            ("stream_unary", grpc.stream_unary_rpc_method_handler),
-            ("stream_stream", grpc.stream_stream_rpc_method_handler),
+        traced: grpc.RpcMethodHandler[Req, Res] = grpc_handlers.rewrapped(
+            handler, lambda b: _traced_behavior(b, method, parent)
         )
-        for attribute, build in kinds:
-            behavior = getattr(handler, attribute)
-            if behavior is not None:
-                return build(
-                    _traced_behavior(behavior, method, parent),
-                    request_deserializer=handler.request_deserializer,
-                    response_serializer=handler.response_serializer,
-                )
-        return handler
+        return traced
 
 
 def traced_channel(channel: grpc.aio.Channel) -> grpc.aio.Channel:

@@ -11,7 +11,7 @@ from typing import Any, TypeVar, cast
 
 import grpc
 
-from strata import telemetry
+from strata import grpc_handlers, telemetry
 from strata.tls._hops import Identity
 
 Req = TypeVar("Req")
@@ -89,21 +89,7 @@ class AllowedCallers(grpc.aio.ServerInterceptor):
         )
 
     def _wrap(self, handler: grpc.RpcMethodHandler[Req, Res], method: str) -> Any:
-        kinds = (
-            ("unary_unary", grpc.unary_unary_rpc_method_handler),
-            ("unary_stream", grpc.unary_stream_rpc_method_handler),
-            ("stream_unary", grpc.stream_unary_rpc_method_handler),
-            ("stream_stream", grpc.stream_stream_rpc_method_handler),
-        )
-        for attribute, build in kinds:
-            behavior = getattr(handler, attribute)
-            if behavior is not None:
-                return build(
-                    self._checked_behavior(behavior, method),
-                    request_deserializer=handler.request_deserializer,
-                    response_serializer=handler.response_serializer,
-                )
-        return handler
+        return grpc_handlers.rewrapped(handler, lambda b: self._checked_behavior(b, method))
 
     def _checked_behavior(self, behavior: Behavior, method: str) -> Behavior:
         """behavior after the check, in its own shape: gRPC tells a handler

@@ -18,9 +18,9 @@ from typing import Any, Protocol
 import orjson
 from aiohttp import web
 
-from services.gateway import negotiation
 from services.gateway.catalog import APIResource
 from services.gateway.handlers import query
+from services.gateway.handlers.review_bodies import review_body
 from services.gateway.responses import json_response
 from services.gateway.user import User, extra_of, of
 from strata.api import errors, managed_fields
@@ -71,31 +71,7 @@ _SUBJECT = ("user", "groups", "extra", "uid")
 
 
 async def _body(request: web.Request, kind: str) -> Obj:
-    """The body as the kind's object (JSON, YAML or protobuf), with kube's 400s
-    for one that is not (naming the parse error in orjson's words: Go's are the
-    registry's own, which decodes every other body)."""
-    content_type = request.headers.get("Content-Type", "")
-    body = await negotiation.body_as_json(content_type, await request.read(), (API_VERSION, kind))
-    try:
-        obj = orjson.loads(body.json)
-    except orjson.JSONDecodeError as e:
-        raise errors.bad_request(
-            f"the object provided is unrecognized (must be of type {kind}): "
-            f"couldn't get version/kind; json parse error: {e}"
-        ) from None
-    if not isinstance(obj, dict):
-        raise errors.bad_request(
-            f"the object provided is unrecognized (must be of type {kind}): "
-            "couldn't get version/kind; json parse error: not a JSON object"
-        )
-    api_version, given = obj.get("apiVersion") or API_VERSION, obj.get("kind") or kind
-    if (api_version, given) != (API_VERSION, kind):
-        version = str(api_version).rpartition("/")[2]
-        raise errors.bad_request(
-            f'{given} in version "{version}" cannot be handled as a {kind}: '
-            f"converting ({version}.{given}) to (authorization.{kind}): unknown conversion"
-        )
-    return obj
+    return await review_body(request, API_VERSION, kind, "authorization")
 
 
 def _spec(given: Any, subject: bool) -> Obj:

@@ -26,6 +26,7 @@ from services.gateway.authenticators.tokens import Review
 from services.gateway.catalog import APIResource
 from services.gateway.handlers import query
 from services.gateway.handlers.call import Call
+from services.gateway.handlers.review_bodies import review_body
 from services.gateway.responses import json_response, object_response
 from strata import serviceaccounts
 from strata.api import errors, managed_fields
@@ -87,35 +88,6 @@ class TokenReviewer(Protocol):
     async def review(self, token: str, audiences: tuple[str, ...] = ()) -> Review: ...
 
 
-async def _review_body(request: web.Request) -> Obj:
-    """The body as a TokenReview, with kube's 400s for one that is not."""
-    content_type = request.headers.get("Content-Type", "")
-    body = await negotiation.body_as_json(
-        content_type, await request.read(), (API_VERSION, TOKEN_REVIEW)
-    )
-    try:
-        obj = orjson.loads(body.json)
-    except orjson.JSONDecodeError as e:
-        raise errors.bad_request(
-            f"the object provided is unrecognized (must be of type {TOKEN_REVIEW}): couldn't "
-            f"get version/kind; json parse error: {e}"
-        ) from None
-    if not isinstance(obj, dict):
-        raise errors.bad_request(
-            f"the object provided is unrecognized (must be of type {TOKEN_REVIEW}): couldn't "
-            "get version/kind; json parse error: json: cannot unmarshal into Go value of type "
-            "struct"
-        )
-    api_version, kind = obj.get("apiVersion") or API_VERSION, obj.get("kind") or TOKEN_REVIEW
-    if (api_version, kind) != (API_VERSION, TOKEN_REVIEW):
-        version = str(api_version).rpartition("/")[2]
-        raise errors.bad_request(
-            f'{kind} in version "{version}" cannot be handled as a {TOKEN_REVIEW}: converting '
-            f"({version}.{kind}) to (authentication.{TOKEN_REVIEW}): unknown conversion"
-        )
-    return obj
-
-
 def _field(obj: Obj, name: str) -> Obj:
     """obj's field name when it is an object (kube would not have decoded
     another), else an empty one."""
@@ -133,7 +105,7 @@ class TokenReviews:
             raise errors.method_not_allowed()
         query.dry_run(request.query.getall("dryRun", []), "CreateOptions")
         query.field_validation(request, "CreateOptions")
-        obj = await _review_body(request)
+        obj = await review_body(request, API_VERSION, TOKEN_REVIEW, "authentication")
         given = _field(obj, "spec")
         spec: Obj = {"token": str(given.get("token") or "")}
         if given.get("audiences"):
