@@ -7,8 +7,7 @@ ConfigMaps in its namespace. Its informer works; what the Role does not grant
 (writing a ConfigMap, reading Secrets, another namespace) is refused with
 kube's 403.
 
-The gateway runs with --authorization-mode=RBAC (the refusals need it), so the
-test is skipped where the gateway has no RBAC mode."""
+The refusals are RBAC's, the gateway's default authorization mode."""
 
 from __future__ import annotations
 
@@ -25,10 +24,6 @@ import pytest
 from strata import client as k
 from strata.dev import System
 from tests.support.sessions import admin_session
-
-authorizers = pytest.importorskip("services.gateway.authorizers.modes")
-if "RBAC" not in getattr(authorizers, "MODES", ()):
-    pytest.skip("the gateway has no RBAC mode", allow_module_level=True)
 
 NAMESPACE = "robots"
 CONFIGMAPS = k.Resource(version="v1", resource="configmaps")

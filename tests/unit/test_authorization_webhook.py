@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 import yaml
 from aiohttp import web
@@ -129,9 +130,19 @@ async def test_the_webhook_decides_and_its_answers_are_cached(
         await webhook.close()
 
 
-async def test_v1beta1_reviews_name_the_groups_group(reviewer: tuple[Reviewer, Path]) -> None:
+@pytest.fixture
+async def registry() -> AsyncIterator[grpc.aio.Channel]:
+    """A registry channel Webhook mode never dials (only RBAC reads the registry)."""
+    channel = grpc.aio.insecure_channel("127.0.0.1:9")
+    yield channel
+    await channel.close()
+
+
+async def test_v1beta1_reviews_name_the_groups_group(
+    reviewer: tuple[Reviewer, Path], registry: grpc.aio.Channel
+) -> None:
     hook, config = reviewer
-    configured = Configured(parse("Webhook", WebhookOptions(config)), registry=None)  # type: ignore[arg-type]
+    configured = Configured(parse("Webhook", WebhookOptions(config)), registry)
     try:
         await configured.authorizer.authorize(_get(ALICE))
         spec = hook.received[0]["spec"]
@@ -142,7 +153,9 @@ async def test_v1beta1_reviews_name_the_groups_group(reviewer: tuple[Reviewer, P
         await configured.stop()
 
 
-def test_a_webhook_config_that_cannot_be_read_is_refused(tmp_path: Path) -> None:
+async def test_a_webhook_config_that_cannot_be_read_is_refused(
+    tmp_path: Path, registry: grpc.aio.Channel
+) -> None:
     (tmp_path / "bad.yaml").write_text("clusters: []\n")
     with pytest.raises(ModeError, match="--authorization-webhook-config-file"):
-        Configured(parse("Webhook", WebhookOptions(tmp_path / "bad.yaml")), registry=None)  # type: ignore[arg-type]
+        Configured(parse("Webhook", WebhookOptions(tmp_path / "bad.yaml")), registry)
