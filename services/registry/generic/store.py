@@ -234,15 +234,9 @@ class Store:
         check_namespace(r, namespace)
         check_subresource(r, subresource)
         info = put_info(self._codec, namespace, name, body, subresource)
-        value = await self.guaranteed_update(
-            namespace,
-            name,
-            info,
-            dry_run=dry_run,
-            subresource=subresource,
-            field_manager=field_manager,
+        return await self._answered_update(
+            namespace, name, info, dry_run, subresource, field_manager
         )
-        return scaled(r, value) if subresource == "scale" else value
 
     async def patch(
         self,
@@ -273,6 +267,21 @@ class Store:
 
             return await self._patcher.apply(patch, namespace, name, field_manager, update, create)
         info = UpdatedObjectInfo(build=self._patcher.patched(patch, namespace, name, subresource))
+        answer = await self._answered_update(
+            namespace, name, info, dry_run, subresource, field_manager
+        )
+        return answer, False
+
+    async def _answered_update(
+        self,
+        namespace: str,
+        name: str,
+        info: UpdatedObjectInfo,
+        dry_run: bool,
+        subresource: str,
+        field_manager: str,
+    ) -> bytes:
+        """guaranteed_update's object, as a Scale for the scale subresource."""
         value = await self.guaranteed_update(
             namespace,
             name,
@@ -281,7 +290,7 @@ class Store:
             subresource=subresource,
             field_manager=field_manager,
         )
-        return (scaled(r, value) if subresource == "scale" else value), False
+        return scaled(self.resource, value) if subresource == "scale" else value
 
     async def guaranteed_update(
         self,
