@@ -15,9 +15,12 @@ from strata.proto.registry.v1 import registry_pb2
 
 
 def into(api: APIResource, info: paths.RequestInfo) -> tuple[str, str]:
-    """The apiVersion and kind a write's body is read as (a Scale for scale)."""
+    """The apiVersion and kind a write's body is read as (a Scale for scale, a
+    TokenRequest for a ServiceAccount's token)."""
     if info.subresource == "scale":
         return "autoscaling/v1", "Scale"
+    if info.subresource == "token":
+        return "authentication.k8s.io/v1", "TokenRequest"
     return (f"{api.group}/{api.version}" if api.group else api.version), api.kind
 
 

@@ -12,7 +12,7 @@ from aiohttp import web
 from services.gateway import paths
 from services.gateway.admission import Admission
 from services.gateway.catalog import Catalog
-from services.gateway.handlers import deletes, patching, reads, tokens, watch, writes
+from services.gateway.handlers import deletes, patching, reads, watch, writes
 from services.gateway.handlers.call import Backend, Call, Handler
 from services.gateway.handlers.discovery import Discovery
 from services.gateway.watches import RegistryWatches
@@ -74,9 +74,7 @@ class ResourceHandlers:
                 resource=info.resource,
                 namespace=info.namespace,
             )
-            # A create on a subresource (a ServiceAccount's token) is its own route.
-            route = tokens.create_subresource if verb == "create" and info.subresource else None
-            return await (route or ROUTES[verb])(Call(request, info, api, ref, self._backend))
+            return await ROUTES[verb](Call(request, info, api, ref, self._backend))
         except grpc.aio.AioRpcError as e:
             # The catalog's own RPCs (resource lookups, discovery); a pipelined
             # registry call already raises the StatusError it failed with.

@@ -1,8 +1,9 @@
 """The token APIs the gateway serves, as kube serves them:
 
 - POST serviceaccounts/<name>/token (a TokenRequest, `kubectl create token`):
-  the body read (JSON, YAML or kubectl's protobuf) and handed to the registry,
-  which mints the token where the account is;
+  the create handler's (services/gateway/handlers/writes.py), which reads the
+  body as a TokenRequest and hands it to the registry, which mints the token
+  where the account is;
 - POST /apis/authentication.k8s.io/v1/tokenreviews: who a token is, as the
   gateway's own authenticators say (create-only, answered at once, stored
   nowhere), so that other servers can ask;
@@ -20,18 +21,14 @@ from typing import Any, Protocol
 import orjson
 from aiohttp import web
 
-from services.gateway import negotiation
-from services.gateway.admission import Operation
 from services.gateway.authenticators.tokens import Review
 from services.gateway.catalog import APIResource
 from services.gateway.handlers import query
-from services.gateway.handlers.call import Call
 from services.gateway.handlers.review_bodies import review_body
-from services.gateway.responses import json_response, object_response
+from services.gateway.responses import json_response
 from strata import serviceaccounts
 from strata.api import errors, managed_fields
 from strata.api.key_order import OBJECT_META
-from strata.proto.registry.v1 import registry_pb2
 
 Obj = dict[str, Any]
 GROUP, VERSION = "authentication.k8s.io", "v1"
@@ -55,31 +52,6 @@ RESOURCES = (
         verbs=["create"],
     ),
 )
-
-
-async def create_subresource(call: Call) -> web.Response:
-    """POST of a subresource (a ServiceAccount's token): its kind read from the
-    body as kube's create handler reads it, the registry answers."""
-    request, info = call.request, call.info
-    dry_run = query.dry_run(request.query.getall("dryRun", []), "CreateOptions")
-    field_validation = query.field_validation(request, "CreateOptions")
-    manager = query.field_manager(request, "CreateOptions")
-    body = await negotiation.body_as_json(
-        request.headers.get("Content-Type", ""), await request.read(), (API_VERSION, "TokenRequest")
-    )
-    created = await call.registry.Create(
-        registry_pb2.CreateRequest(
-            resource=call.ref,
-            name=info.name,
-            subresource=info.subresource,
-            body=await call.admitted(Operation.CREATE, body.json, dry_run),
-            dry_run=dry_run,
-            field_validation=field_validation,
-            field_manager=manager,
-            decoding=query.decoding(body),
-        )
-    )
-    return object_response(created, 201)
 
 
 class TokenReviewer(Protocol):

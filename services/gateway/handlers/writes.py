@@ -29,6 +29,9 @@ async def create(call: Call) -> web.Response:
     created = await call.registry.Create(
         registry_pb2.CreateRequest(
             resource=call.ref,
+            # Set for a create of a subresource (a ServiceAccount's token).
+            name=info.name,
+            subresource=info.subresource,
             body=await call.admitted(Operation.CREATE, body.json, dry_run),
             dry_run=dry_run,
             field_validation=field_validation,
