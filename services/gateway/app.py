@@ -19,6 +19,7 @@ from services.gateway.audit import AuditConfig, Auditor
 from services.gateway.authenticators.flags import Authentication
 from services.gateway.authorizers import Mode
 from services.gateway.authorizers.always_allow import AlwaysAllow
+from services.gateway.authorizers.questions import Questions
 from services.gateway.authorizers.reviews import Reviewer
 from services.gateway.catalog import Catalog
 from services.gateway.chain import authentication, limits, timeouts
@@ -88,7 +89,7 @@ def build_app(
     discovery = Discovery(catalog, server_address)
     if admission is None:
         admission = Admission(plugins.MUTATING, plugins.VALIDATING)
-    resources = ResourceHandlers(registry, catalog, discovery, admission)
+    resources = ResourceHandlers(registry, catalog, discovery, admission, Questions(authorizer))
     metrics = RequestMetrics()
     # kube's audit metrics are served beside its request metrics.
     auditor = Auditor(audit, metrics.registry) if audit is not None else None

@@ -8,6 +8,7 @@ import asyncio
 import grpc
 
 from services.registry import token_signing
+from services.registry.builtin import rbac_escalation
 from services.registry.builtin.allocation import IPRange, PortRange, ServiceAllocations
 from services.registry.builtin.resources import (
     BUILT_IN,
@@ -137,6 +138,7 @@ def _built_in(
 ) -> list[Store]:
     """A Store for each built-in resource, given what its writes need beyond it."""
     hooks = {SERVICES.name: allocations}
+    guards = rbac_escalation.guards(storage)
     ttls = {EVENTS.name: args.event_ttl_seconds}
     return [
         Store(
@@ -146,6 +148,7 @@ def _built_in(
             ttl_seconds=ttls.get(r.name, 0),
             namespaces=known_namespaces,
             scheme=SCHEME,
+            guard=guards.get(r.name),
         )
         for r in BUILT_IN
     ]

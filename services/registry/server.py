@@ -8,7 +8,7 @@ from typing import Protocol, TypeVar
 import grpc
 import orjson
 
-from services.registry.generic import warnings
+from services.registry.generic import requester, warnings
 from services.registry.generic.deletion import DeleteOptions
 from services.registry.generic.options import Page, Paging, Rendering, Selection
 from services.registry.generic.patching.patcher import Patch
@@ -50,12 +50,28 @@ async def _object(
     call: Callable[[], Awaitable[bytes]],
     field_validation: str = "",
     decoding: registry_pb2.Decoding | None = None,
+    acting: requester.Requester | None = None,
 ) -> registry_pb2.ObjectResponse:
-    """The object call answers, with the warnings it gave on the way."""
+    """The object call answers, with the warnings it gave on the way; or, when
+    the call (made for acting) needs the authorizer's answers first, the
+    questions."""
     known = _decoding(decoding) if decoding is not None else None
-    with warnings.collecting(field_validation, known) as given:
-        body = await call()
+    with warnings.collecting(field_validation, known) as given, requester.acting_for(acting):
+        try:
+            body = await call()
+        except requester.Unanswered as e:
+            asked = [requester.question_message(q) for q in e.questions]
+            return registry_pb2.ObjectResponse(questions=asked)
     return registry_pb2.ObjectResponse(object=body, warnings=given)
+
+
+def _acting(
+    request: registry_pb2.CreateRequest | registry_pb2.UpdateRequest,
+) -> requester.Requester | None:
+    """Who a write is for (None: the registry's own controllers)."""
+    if not request.HasField("requester"):
+        return None
+    return requester.requester_of(request.requester, request.resource.namespace, request.name)
 
 
 class SubresourceCreator(Protocol):
@@ -224,7 +240,7 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
                 field_manager=request.field_manager,
             )
 
-        return await _object(create, request.field_validation, request.decoding)
+        return await _object(create, request.field_validation, request.decoding, _acting(request))
 
     async def _get(self, request: registry_pb2.GetRequest) -> registry_pb2.ObjectResponse:
         ref = request.resource
@@ -293,7 +309,9 @@ class RegistryServicer(registry_pb2_grpc.RegistryServicer):
                 field_manager=request.field_manager,
             )
 
-        response = await _object(update, request.field_validation, request.decoding)
+        response = await _object(
+            update, request.field_validation, request.decoding, _acting(request)
+        )
         response.created = created
         return response
 

@@ -53,8 +53,9 @@ class StatusError(Exception):
             "metadata": self.list_meta,
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
         }
+        if self.reason:  # omitempty, as a plain error's 500 has none
+            body["reason"] = self.reason
         if not self.bare:
             body["details"] = ordered_details(self.details)
         body["code"] = self.code
@@ -122,10 +123,12 @@ def forbidden(
     details = _details(resource, name, group)
     if causes:
         details["causes"] = [c.as_dict() for c in causes]
+    # kube's NewForbidden names no object when there is none (a generateName create).
+    named = f' "{name}"' if name else ""
     return StatusError(
         code=403,
         reason="Forbidden",
-        message=f'{_qualified(resource, group)} "{name}" is forbidden: {detail}',
+        message=f"{_qualified(resource, group)}{named} is forbidden: {detail}",
         details=details,
     )
 

@@ -1,13 +1,15 @@
 """rbac.authorization.k8s.io/v1 PolicyRules as kube's rbac helpers read them
 (pkg/apis/rbac/v1/evaluation_helpers.go and
 pkg/registry/rbac/validation/policy_comparator.go): whether a rule allows a
-request, a rule broken down into one verb, group, resource and name each, and
-whether some rules cover others.
+request, a rule broken down into one verb, group, resource and name each,
+whether some rules cover others, and the missing rules written as kube's
+escalation refusals write them.
 
 Shared because more than one service reads rules: the gateway's RBAC
 authorizer decides with Rule.allows_* on every request (a rule is compiled
 once, into sets, when its role is seen), and the registry's bootstrap
-reconciles kube's default roles with covers().
+reconciles kube's default roles with covers(), and its escalation checks
+(services/registry/builtin/rbac_escalation.py) use covers() and compact().
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 Obj = dict[str, Any]
 ALL = "*"
@@ -151,3 +155,52 @@ def covers(owner: Sequence[Obj], servant: Iterable[Obj]) -> tuple[bool, list[Obj
         if not any(_rule_covers(o, sub) for o in owner)
     ]
     return not uncovered, uncovered
+
+
+def _simple_key(rule: Obj) -> tuple[str, str, str | None] | None:
+    """kube's isSimpleResourceRule: one group, one resource, at most one name
+    and nothing else; the key its verbs are gathered under."""
+    names = _strings(rule, "resourceNames")
+    groups, resources = _strings(rule, "apiGroups"), _strings(rule, "resources")
+    if len(names) > 1 or rule.get("nonResourceURLs") or len(groups) != 1 or len(resources) != 1:
+        return None
+    if set(rule) - {"verbs", "apiGroups", "resources", "resourceNames"}:
+        return None
+    return groups[0], resources[0], names[0] if names else None
+
+
+def compact(rules: Iterable[Obj]) -> list[Obj]:
+    """kube's CompactRules: rules that name one group and resource (and name)
+    and differ only in verbs, made one; the others as they are."""
+    compacted: list[Obj] = []
+    simple: dict[tuple[str, str, str | None], Obj] = {}
+    for rule in rules:
+        key = _simple_key(rule)
+        if key is None:
+            compacted.append(rule)
+        elif key in simple:
+            simple[key]["verbs"] = [*simple[key].get("verbs", []), *_strings(rule, "verbs")]
+        else:
+            simple[key] = {k: list(v) for k, v in rule.items()}
+    return [*compacted, *simple.values()]
+
+
+def go_strings(values: Iterable[str]) -> str:
+    """A []string as Go's %q writes it: ["a" "b"]."""
+    return "[" + " ".join(orjson.dumps(str(v)).decode() for v in values) + "]"
+
+
+def compact_string(rule: Obj) -> str:
+    """kube's CompactString, as escalation refusals list missing rules."""
+    parts = [
+        f"{label}:{go_strings(_strings(rule, key))}"
+        for label, key in (
+            ("APIGroups", "apiGroups"),
+            ("Resources", "resources"),
+            ("NonResourceURLs", "nonResourceURLs"),
+            ("ResourceNames", "resourceNames"),
+            ("Verbs", "verbs"),
+        )
+        if rule.get(key)
+    ]
+    return "{" + ", ".join(parts) + "}"

@@ -17,6 +17,8 @@ from services.gateway import chain, output
 from services.gateway.admission import Admission, Attributes, Operation
 from services.gateway.authorizers import Attributes as AuthorizerAttributes
 from services.gateway.authorizers import Decision
+from services.gateway.authorizers.always_allow import AlwaysAllow
+from services.gateway.authorizers.questions import Questions
 from services.gateway.catalog import APIResource, Catalog
 from services.gateway.chain import authentication
 from services.gateway.chain.metrics import RequestMetrics
@@ -254,6 +256,7 @@ async def admitted() -> AsyncIterator[
         catalog,
         Discovery(catalog, ""),
         Admission([mutating], [validating]),
+        Questions(AlwaysAllow()),
     )
     app = web.Application(middlewares=[render_status, _as_admin, output.render_output])
     app.router.add_route("*", "/api/{tail:.+}", handlers.handle)

@@ -58,9 +58,31 @@ class Rules(NamedTuple):
 NO_RULES = Rules([], [])
 
 
+class AuthorizerError(Exception):
+    """An authorizer that could not decide (a webhook that could not be asked):
+    kube's error beside a decision, which is decision (its failure policy's).
+    The union goes on past one of no opinion; the authorization step answers a
+    request nobody allowed 500 when there was an error on the way."""
+
+    def __init__(self, message: str, decision: Decision = Decision.NO_OPINION, reason: str = ""):
+        super().__init__(message)
+        self.decision = decision
+        self.reason = reason
+
+
+async def decided(authorizer: Authorizer, attributes: Attributes) -> tuple[Decision, str]:
+    """authorizer's decision, an error taken for the decision that came with it
+    (as kube's callers that only ask whether a request is allowed take it)."""
+    try:
+        return await authorizer.authorize(attributes)
+    except AuthorizerError as e:
+        return e.decision, e.reason
+
+
 class Authorizer(Protocol):
     async def authorize(self, attributes: Attributes) -> tuple[Decision, str]:
-        """The decision, and why (kube's reason, written after a denial's message)."""
+        """The decision, and why (kube's reason, written after a denial's
+        message); AuthorizerError when it could not decide."""
         ...
 
 

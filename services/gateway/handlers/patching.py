@@ -78,7 +78,7 @@ async def patch(call: Call) -> web.Response:
         if field_validation == "Strict":
             decoding.patch = patches.quoted(content_type, body)
         sent = registry_pb2.Patch(type=content_type, body=body)
-    answer: registry_pb2.ObjectResponse = await call.registry.Update(
+    answer: registry_pb2.ObjectResponse = await call.update(
         registry_pb2.UpdateRequest(
             resource=call.ref,
             name=call.info.name,

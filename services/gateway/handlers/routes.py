@@ -13,7 +13,7 @@ from services.gateway import paths
 from services.gateway.admission import Admission
 from services.gateway.catalog import Catalog
 from services.gateway.handlers import deletes, patching, reads, watch, writes
-from services.gateway.handlers.call import Backend, Call, Handler
+from services.gateway.handlers.call import Answerer, Backend, Call, Handler
 from services.gateway.handlers.discovery import Discovery
 from services.gateway.watches import RegistryWatches
 from strata.api import errors
@@ -41,10 +41,11 @@ class ResourceHandlers:
         catalog: Catalog,
         discovery: Discovery,
         admission: Admission,
+        answerer: Answerer,
     ) -> None:
         self._catalog = catalog
         self._discovery = discovery
-        self._backend = Backend(registry, RegistryWatches(registry.stub), admission)
+        self._backend = Backend(registry, RegistryWatches(registry.stub), admission, answerer)
 
     async def close_watches(self) -> None:
         """End every open watch (on shutdown); clients reconnect and resume."""

@@ -26,7 +26,7 @@ async def create(call: Call) -> web.Response:
     body = await negotiation.body_as_json(
         request.headers.get("Content-Type", ""), await request.read(), query.into(api, info)
     )
-    created = await call.registry.Create(
+    created = await call.create(
         registry_pb2.CreateRequest(
             resource=call.ref,
             # Set for a create of a subresource (a ServiceAccount's token).
@@ -74,7 +74,7 @@ async def write(
     decoding: registry_pb2.Decoding | None = None,
 ) -> registry_pb2.ObjectResponse:
     """An update of the object (or subresource) the call names to body."""
-    answer: registry_pb2.ObjectResponse = await call.registry.Update(
+    answer: registry_pb2.ObjectResponse = await call.update(
         registry_pb2.UpdateRequest(
             resource=call.ref,
             name=call.info.name,

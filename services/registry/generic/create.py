@@ -13,7 +13,7 @@ from services.registry.generic import warnings
 from services.registry.generic.codec import Codec
 from services.registry.generic.namespace_lifecycle import Namespaces, require_namespace
 from services.registry.generic.storage_errors import interpreted
-from services.registry.generic.strategy import Finish, WarningStrategy, WriteHooks
+from services.registry.generic.strategy import Finish, WarningStrategy, WriteGuard, WriteHooks
 from strata.api import errors, managed_fields, meta, names
 from strata.api.errors import StatusError
 from strata.storage import GetOptions, KeyExists, KeyNotFound, Storage
@@ -43,6 +43,7 @@ class Creator:
         *,
         namespaces: Namespaces | None = None,
         hooks: WriteHooks | None = None,
+        guard: WriteGuard | None = None,
         ttl_seconds: int = 0,
     ) -> None:
         self._codec = codec
@@ -56,12 +57,15 @@ class Creator:
         self._shapes = shapes
         self._namespaces = namespaces
         self._hooks = hooks
+        self._guard = guard
         self._ttl = ttl_seconds
 
     async def create(self, namespace: str, body: bytes, dry_run: bool, field_manager: str) -> bytes:
         """The stored object, at the version served; with dry_run, what would
         have been stored (no resourceVersion)."""
         obj, generate = self._new_object(namespace, body, field_manager)
+        if self._guard is not None:  # as kube's, before a name is generated
+            await self._guard.guard_create(obj)
         for attempt in range(_GENERATE_NAME_ATTEMPTS):
             if generate:
                 obj["metadata"]["name"] = names.generate_name(generate)

@@ -12,7 +12,8 @@ deletion (deletion.py) and the storage-error-to-Status map
 
 What the Store knows beyond its own resource is given to it: where namespaces
 are (`Namespaces`), the write hooks of a resource whose writes reach other
-state, and the scheme its decoder's refusals name.
+state, the guard of who may write what (RBAC's escalation checks), and the
+scheme its decoder's refusals name.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from services.registry.generic.options import Page, Paging, Rendering, Selection
 from services.registry.generic.patching.patcher import Patch, Patcher
 from services.registry.generic.scale import scaled
 from services.registry.generic.storage_errors import interpreted
-from services.registry.generic.strategy import DeletionGuard, WriteHooks
+from services.registry.generic.strategy import DeletionGuard, WriteGuard, WriteHooks
 from services.registry.generic.update import UpdatedObjectInfo, update_loop
 from services.registry.generic.update_builds import put_info
 from services.registry.generic.update_checks import UpdateChecks
@@ -62,6 +63,7 @@ class Store:
         ttl_seconds: int = 0,
         namespaces: Namespaces | None = None,
         scheme: Scheme = NO_SCHEME,
+        guard: WriteGuard | None = None,
     ) -> None:
         self.resource = resource
         self._storage = storage
@@ -83,9 +85,10 @@ class Store:
             shapes,
             namespaces=namespaces,
             hooks=hooks,
+            guard=guard,
             ttl_seconds=ttl_seconds,
         )
-        self._update_checks = UpdateChecks(self._codec, shapes, hooks)
+        self._update_checks = UpdateChecks(self._codec, shapes, hooks, guard)
         self._patcher = Patcher(self._codec, shapes)
         self._deleter = Deleter(
             resource, storage, self._codec.answered, ttl_seconds=ttl_seconds, hooks=hooks

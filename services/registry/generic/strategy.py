@@ -60,6 +60,18 @@ class WriteHooks(Protocol):
     async def after_delete(self, obj: Obj) -> None: ...
 
 
+class WriteGuard(Protocol):
+    """Who may write what an object says, beyond what authorizing the request
+    decided (kube's policy-based RBAC storage: no granting of permissions one
+    does not hold). Run on creates and on updates of the object itself, before
+    the strategy's validation (kube's is outside its Store), with the requester of the write
+    (services/registry/generic/requester.py); raises to refuse."""
+
+    async def guard_create(self, obj: Obj) -> None: ...
+
+    async def guard_update(self, obj: Obj, old: Obj) -> None: ...
+
+
 @runtime_checkable
 class WarningStrategy(Protocol):
     """A strategy with warnings for writes it lets through (kube's

@@ -15,6 +15,7 @@ from services.registry.generic.codec import Codec
 from services.registry.generic.strategy import (
     Finish,
     WarningStrategy,
+    WriteGuard,
     WriteHooks,
     validate_finalizers,
 )
@@ -26,7 +27,11 @@ Obj = dict[str, Any]
 
 class UpdateChecks:
     def __init__(
-        self, codec: Codec, shapes: managed_fields.ListShapes, hooks: WriteHooks | None = None
+        self,
+        codec: Codec,
+        shapes: managed_fields.ListShapes,
+        hooks: WriteHooks | None = None,
+        guard: WriteGuard | None = None,
     ) -> None:
         self._codec = codec
         self._resource = codec.resource
@@ -37,6 +42,7 @@ class UpdateChecks:
         self._warning = strategy if isinstance(strategy, WarningStrategy) else None
         self._shapes = shapes
         self._hooks = hooks
+        self._guard = guard
 
     def of(self, name: str, subresource: str, field_manager: str, dry_run: bool) -> Admit:
         """The checks of an update of subresource ("" for the object itself)."""
@@ -51,6 +57,8 @@ class UpdateChecks:
 
         async def admit(new: Obj, old: Obj) -> Finish | None:
             self._codec.check_types(new)
+            if self._guard is not None:
+                await self._guard.guard_update(new, old)
             self._strategy.prepare_for_update(new, old)
             causes = self._strategy.validate_update(new, old)
             managed_fields.record_update(old, new, field_manager, r.api_version, self._shapes)

@@ -424,6 +424,7 @@ class ObjectResponse(_message.Message):
     WARNINGS_FIELD_NUMBER: _builtins.int
     PENDING_FIELD_NUMBER: _builtins.int
     CREATED_FIELD_NUMBER: _builtins.int
+    QUESTIONS_FIELD_NUMBER: _builtins.int
     object: _builtins.bytes
     resource_version: _builtins.int
     pending: _builtins.bool
@@ -437,6 +438,15 @@ class ObjectResponse(_message.Message):
     def warnings(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """What the write earned without being refused: the gateway's Warning headers."""
 
+    @_builtins.property
+    def questions(self) -> _containers.RepeatedCompositeFieldContainer[Global___Question]:
+        """Set instead of an object when the write could not go on without the
+        gateway's authorizer (an RBAC write's escalation checks, as kube's
+        registry asks its authorizer midway): nothing was written; the gateway
+        answers these and sends the request again with the answers in its
+        requester.
+        """
+
     def __init__(
         self,
         *,
@@ -445,14 +455,219 @@ class ObjectResponse(_message.Message):
         warnings: _abc.Iterable[_builtins.str] | None = ...,
         pending: _builtins.bool = ...,
         created: _builtins.bool = ...,
+        questions: _abc.Iterable[Global___Question] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["created", b"created", "object", b"object", "pending", b"pending", "resource_version", b"resource_version", "warnings", b"warnings"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created", b"created", "object", b"object", "pending", b"pending", "questions", b"questions", "resource_version", b"resource_version", "warnings", b"warnings"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ObjectResponse: _TypeAlias = ObjectResponse  # noqa: Y015
+
+@_typing.final
+class Requester(_message.Message):
+    """Who a write is made by (kube's user.Info on the request's context), and
+    what the gateway's authorizer answered of the questions the registry asked.
+    A write without one is the registry's own controllers' (kube's loopback
+    client, in system:masters).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class ExtraEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        @_builtins.property
+        def value(self) -> Global___ExtraValues: ...
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: Global___ExtraValues | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    NAME_FIELD_NUMBER: _builtins.int
+    UID_FIELD_NUMBER: _builtins.int
+    GROUPS_FIELD_NUMBER: _builtins.int
+    EXTRA_FIELD_NUMBER: _builtins.int
+    ANSWERS_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    uid: _builtins.str
+    @_builtins.property
+    def groups(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def extra(self) -> _containers.MessageMap[_builtins.str, Global___ExtraValues]: ...
+    @_builtins.property
+    def answers(self) -> _containers.RepeatedCompositeFieldContainer[Global___Answer]: ...
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        uid: _builtins.str = ...,
+        groups: _abc.Iterable[_builtins.str] | None = ...,
+        extra: _abc.Mapping[_builtins.str, Global___ExtraValues] | None = ...,
+        answers: _abc.Iterable[Global___Answer] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["answers", b"answers", "extra", b"extra", "groups", b"groups", "name", b"name", "uid", b"uid"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Requester: _TypeAlias = Requester  # noqa: Y015
+
+@_typing.final
+class ExtraValues(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    VALUES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def values(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        values: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["values", b"values"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ExtraValues: _TypeAlias = ExtraValues  # noqa: Y015
+
+@_typing.final
+class Question(_message.Message):
+    """What the registry needs to know of the requester before a write can go on."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ACCESS_FIELD_NUMBER: _builtins.int
+    RULES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def access(self) -> Global___AccessAttributes:
+        """Whether the requester may do this (kube's authorizer.Attributes of a
+        resource request; any API version).
+        """
+
+    @_builtins.property
+    def rules(self) -> Global___RulesQuestion:
+        """What the requester may do in a namespace ("" for the cluster's rules
+        alone), as the authorizer lists it (kube's RuleResolver.RulesFor).
+        """
+
+    def __init__(
+        self,
+        *,
+        access: Global___AccessAttributes | None = ...,
+        rules: Global___RulesQuestion | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["access", b"access", "asks", b"asks", "rules", b"rules"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["access", b"access", "asks", b"asks", "rules", b"rules"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_asks: _TypeAlias = _typing.Literal["access", "rules"]  # noqa: Y015
+    _WhichOneofArgType_asks: _TypeAlias = _typing.Literal["asks", b"asks"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_asks) -> _WhichOneofReturnType_asks | None: ...
+
+Global___Question: _TypeAlias = Question  # noqa: Y015
+
+@_typing.final
+class AccessAttributes(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    VERB_FIELD_NUMBER: _builtins.int
+    API_GROUP_FIELD_NUMBER: _builtins.int
+    RESOURCE_FIELD_NUMBER: _builtins.int
+    SUBRESOURCE_FIELD_NUMBER: _builtins.int
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    verb: _builtins.str
+    api_group: _builtins.str
+    resource: _builtins.str
+    subresource: _builtins.str
+    namespace: _builtins.str
+    name: _builtins.str
+    def __init__(
+        self,
+        *,
+        verb: _builtins.str = ...,
+        api_group: _builtins.str = ...,
+        resource: _builtins.str = ...,
+        subresource: _builtins.str = ...,
+        namespace: _builtins.str = ...,
+        name: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["api_group", b"api_group", "name", b"name", "namespace", b"namespace", "resource", b"resource", "subresource", b"subresource", "verb", b"verb"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AccessAttributes: _TypeAlias = AccessAttributes  # noqa: Y015
+
+@_typing.final
+class RulesQuestion(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["namespace", b"namespace"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RulesQuestion: _TypeAlias = RulesQuestion  # noqa: Y015
+
+@_typing.final
+class Answer(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    QUESTION_FIELD_NUMBER: _builtins.int
+    ALLOWED_FIELD_NUMBER: _builtins.int
+    RULES_FIELD_NUMBER: _builtins.int
+    ERRORS_FIELD_NUMBER: _builtins.int
+    allowed: _builtins.bool
+    """For access: whether the authorizer allowed it."""
+    rules: _builtins.bytes
+    """For rules: the rules as a JSON list of rbac.authorization.k8s.io/v1
+    PolicyRules, and the errors met while listing them.
+    """
+    @_builtins.property
+    def question(self) -> Global___Question: ...
+    @_builtins.property
+    def errors(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        question: Global___Question | None = ...,
+        allowed: _builtins.bool = ...,
+        rules: _builtins.bytes = ...,
+        errors: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["question", b"question"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allowed", b"allowed", "errors", b"errors", "question", b"question", "rules", b"rules"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Answer: _TypeAlias = Answer  # noqa: Y015
 
 @_typing.final
 class CreateRequest(_message.Message):
@@ -466,6 +681,7 @@ class CreateRequest(_message.Message):
     DECODING_FIELD_NUMBER: _builtins.int
     NAME_FIELD_NUMBER: _builtins.int
     SUBRESOURCE_FIELD_NUMBER: _builtins.int
+    REQUESTER_FIELD_NUMBER: _builtins.int
     body: _builtins.bytes
     dry_run: _builtins.bool
     """dryRun=All: everything a write does, nothing stored; the answer is what
@@ -490,6 +706,8 @@ class CreateRequest(_message.Message):
     def resource(self) -> Global___ResourceRef: ...
     @_builtins.property
     def decoding(self) -> Global___Decoding: ...
+    @_builtins.property
+    def requester(self) -> Global___Requester: ...
     def __init__(
         self,
         *,
@@ -501,10 +719,11 @@ class CreateRequest(_message.Message):
         decoding: Global___Decoding | None = ...,
         name: _builtins.str = ...,
         subresource: _builtins.str = ...,
+        requester: Global___Requester | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["decoding", b"decoding", "resource", b"resource"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["decoding", b"decoding", "requester", b"requester", "resource", b"resource"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "decoding", b"decoding", "dry_run", b"dry_run", "field_manager", b"field_manager", "field_validation", b"field_validation", "name", b"name", "resource", b"resource", "subresource", b"subresource"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "decoding", b"decoding", "dry_run", b"dry_run", "field_manager", b"field_manager", "field_validation", b"field_validation", "name", b"name", "requester", b"requester", "resource", b"resource", "subresource", b"subresource"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -742,6 +961,7 @@ class UpdateRequest(_message.Message):
     FIELD_MANAGER_FIELD_NUMBER: _builtins.int
     DECODING_FIELD_NUMBER: _builtins.int
     PATCH_FIELD_NUMBER: _builtins.int
+    REQUESTER_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     body: _builtins.bytes
     dry_run: _builtins.bool
@@ -762,6 +982,8 @@ class UpdateRequest(_message.Message):
         one conflict loop (kube's patcher within GuaranteedUpdate); body is unused.
         """
 
+    @_builtins.property
+    def requester(self) -> Global___Requester: ...
     def __init__(
         self,
         *,
@@ -774,10 +996,11 @@ class UpdateRequest(_message.Message):
         field_manager: _builtins.str = ...,
         decoding: Global___Decoding | None = ...,
         patch: Global___Patch | None = ...,
+        requester: Global___Requester | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["decoding", b"decoding", "patch", b"patch", "resource", b"resource"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["decoding", b"decoding", "patch", b"patch", "requester", b"requester", "resource", b"resource"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "decoding", b"decoding", "dry_run", b"dry_run", "field_manager", b"field_manager", "field_validation", b"field_validation", "name", b"name", "patch", b"patch", "resource", b"resource", "subresource", b"subresource"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "decoding", b"decoding", "dry_run", b"dry_run", "field_manager", b"field_manager", "field_validation", b"field_validation", "name", b"name", "patch", b"patch", "requester", b"requester", "resource", b"resource", "subresource", b"subresource"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
