@@ -80,6 +80,11 @@ def main() -> None:
     authorization_modes.add_flags(parser)
     authentication_flags.add_flags(parser)
     args = parser.parse_args()
+    # Checked first, as kube checks its flags before it starts anything.
+    try:
+        args.authorization = authorization_modes.options_from(args)
+    except ValueError as e:
+        raise SystemExit(f"strata-gateway: {e}") from None
     args.identity = service.tls_identity(args, "strata-gateway")
     telemetry.setup("strata-gateway")
     service.run(_run(args))
@@ -98,10 +103,6 @@ async def _run(args: argparse.Namespace) -> None:
         audit = audit_flags.config_from(args)
     except audit_flags.FlagError as e:
         raise SystemExit(f"strata-gateway: {e}") from None
-    try:
-        authorization_options = authorization_modes.options_from(args)
-    except ValueError as e:
-        raise SystemExit(f"strata-gateway: {e}") from None
     tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     tls.load_cert_chain(cert, key)
     # A client certificate is asked for, never required (tokens do as well).
@@ -109,7 +110,7 @@ async def _run(args: argparse.Namespace) -> None:
     tls.load_verify_locations(args.client_ca_file or ca)
     channel = service.connect(args.registry, args.identity, REGISTRY_CONTRACT)
     try:
-        authorization = authorization_modes.Configured(authorization_options, channel)
+        authorization = authorization_modes.Configured(args.authorization, channel)
     except ValueError as e:
         raise SystemExit(f"strata-gateway: {e}") from None
     authorization.start()

@@ -1,7 +1,8 @@
 """The Webhook authorization mode against a real HTTPS server on loopback: the
 SubjectAccessReview kube's webhook sends (v1 and v1beta1), the server's answer
-as the decision, answers cached for their TTLs, a server that fails having
-no opinion, and a rules review that asks it being incomplete."""
+as the decision, answers cached for their TTLs, a server that fails being an
+error (with no opinion, the flags' failure policy), and a rules review that
+asks it being incomplete."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import yaml
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from services.gateway.authorizers import Attributes, Decision
+from services.gateway.authorizers import Attributes, AuthorizerError, Decision
 from services.gateway.authorizers.modes import Configured, ModeError, parse
 from services.gateway.authorizers.webhook import NO_RULES, Webhook, WebhookOptions
 from services.gateway.user import User
@@ -123,7 +124,12 @@ async def test_the_webhook_decides_and_its_answers_are_cached(
         }
         assert len(hook.received) == 4
         hook.fail = True
-        assert await webhook.authorize(_get(carol, "other")) == (Decision.NO_OPINION, "")
+        with pytest.raises(AuthorizerError) as failed:
+            await webhook.authorize(_get(carol, "other"))
+        assert failed.value.decision is Decision.NO_OPINION
+        assert str(failed.value) == (
+            "the server responded with the status code 500 but did not return more information"
+        )
         assert webhook.rules_for(ALICE, "default").errors == (NO_RULES,)
         assert webhook.rules_for(ALICE, "default").incomplete
     finally:

@@ -16,6 +16,7 @@ from services.gateway.audit.auditor import (
     RequestAudit,
     annotate,
     audit_id_of,
+    authorization_failed,
     authorized,
     impersonated,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "RequestAudit",
     "annotate",
     "audit_id_of",
+    "authorization_failed",
     "authorized",
     "impersonated",
 ]

@@ -210,6 +210,12 @@ def authorized(request: web.Request, allowed: bool, reason: str) -> None:
     annotate(request, REASON, reason)
 
 
+def authorization_failed(request: web.Request) -> None:
+    """An authorizer's error kept the request from being decided (kube
+    annotates only the reason then)."""
+    annotate(request, REASON, "internal error")
+
+
 def impersonated(request: web.Request, user: User) -> None:
     """Whom the request acts as, after impersonation (the event's user stays
     the one who authenticated)."""

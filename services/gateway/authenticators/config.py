@@ -19,6 +19,8 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from services.gateway.field_errors import Problems
+
 GROUP = "apiserver.config.k8s.io"
 VERSIONS = ("v1alpha1", "v1beta1", "v1")
 KIND = "AuthenticationConfiguration"
@@ -69,25 +71,13 @@ class AuthenticationConfig:
     anonymous: Anonymous | None = None
 
 
-class _Problems:
-    def __init__(self) -> None:
-        self.found: list[str] = []
-
-    def required(self, path: str, detail: str = "") -> None:
-        self.found.append(f"{path}: Required value" + (f": {detail}" if detail else ""))
-
-    def invalid(self, path: str, value: Any, detail: str) -> None:
-        shown = f'"{value}"' if isinstance(value, str) else str(value)
-        self.found.append(f"{path}: Invalid value: {shown}: {detail}")
-
-
-def _cel(obj: dict[str, Any], path: str, keys: tuple[str, ...], problems: _Problems) -> None:
+def _cel(obj: dict[str, Any], path: str, keys: tuple[str, ...], problems: Problems) -> None:
     for key in keys:
         if obj.get(key):
             problems.invalid(f"{path}.{key}", obj[key], NO_CEL)
 
 
-def _url(value: Any, path: str, problems: _Problems) -> str:
+def _url(value: Any, path: str, problems: Problems) -> str:
     url = str(value or "")
     if not url:
         problems.required(path)
@@ -103,7 +93,7 @@ def _url(value: Any, path: str, problems: _Problems) -> str:
 
 
 def _mapping(
-    obj: Any, path: str, problems: _Problems, *, needed: bool, prefixed: bool
+    obj: Any, path: str, problems: Problems, *, needed: bool, prefixed: bool
 ) -> Mapping | None:
     obj = obj if isinstance(obj, dict) else {}
     _cel(obj, path, ("expression",), problems)
@@ -121,7 +111,7 @@ def _mapping(
     return Mapping(claim=claim, prefix=str(obj.get("prefix") or ""))
 
 
-def _rules(given: Any, path: str, problems: _Problems) -> tuple[ClaimRule, ...]:
+def _rules(given: Any, path: str, problems: Problems) -> tuple[ClaimRule, ...]:
     rules: list[ClaimRule] = []
     seen: set[str] = set()
     for index, rule in enumerate(given or []):
@@ -134,13 +124,13 @@ def _rules(given: Any, path: str, problems: _Problems) -> tuple[ClaimRule, ...]:
                 problems.required(f"{where}.claim", "claim or expression is required")
             continue
         if claim in seen:
-            problems.found.append(f'{where}.claim: Duplicate value: "{claim}"')
+            problems.duplicate(f"{where}.claim", claim)
         seen.add(claim)
         rules.append(ClaimRule(claim=claim, required_value=str(rule.get("requiredValue") or "")))
     return tuple(rules)
 
 
-def _issuer(given: Any, path: str, problems: _Problems) -> Issuer:
+def _issuer(given: Any, path: str, problems: Problems) -> Issuer:
     given = given if isinstance(given, dict) else {}
     issuer = given.get("issuer") if isinstance(given.get("issuer"), dict) else {}
     url = _url(issuer.get("url"), f"{path}.issuer.url", problems)
@@ -185,7 +175,7 @@ def _issuer(given: Any, path: str, problems: _Problems) -> Issuer:
     )
 
 
-def _anonymous(given: Any, problems: _Problems) -> Anonymous | None:
+def _anonymous(given: Any, problems: Problems) -> Anonymous | None:
     if given is None:
         return None
     given = given if isinstance(given, dict) else {}
@@ -209,12 +199,12 @@ def parse(obj: Any, service_account_issuers: tuple[str, ...] = ()) -> Authentica
             f"apiVersion {api_version!r} kind {kind!r}: want {KIND} of {GROUP} "
             f"({', '.join(VERSIONS)})"
         )
-    problems = _Problems()
+    problems = Problems()
     issuers: list[Issuer] = []
     for index, given in enumerate(obj.get("jwt") or []):
         issuer = _issuer(given, f"jwt[{index}]", problems)
         if issuer.url and any(i.url == issuer.url for i in issuers):
-            problems.found.append(f'jwt[{index}].issuer.url: Duplicate value: "{issuer.url}"')
+            problems.duplicate(f"jwt[{index}].issuer.url", issuer.url)
         if issuer.url in service_account_issuers:
             problems.invalid(
                 f"jwt[{index}].issuer.url",

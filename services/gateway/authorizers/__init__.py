@@ -43,6 +43,19 @@ class Attributes(NamedTuple):
     namespace: str = ""
     name: str = ""
 
+    def resource_attributes(self) -> dict[str, str]:
+        """authorization.k8s.io's ResourceAttributes of a resource request,
+        every field there (empty or not), in the API's order."""
+        return {
+            "namespace": self.namespace,
+            "verb": self.verb,
+            "group": self.api_group,
+            "version": self.api_version,
+            "resource": self.resource,
+            "subresource": self.subresource,
+            "name": self.name,
+        }
+
 
 class Rules(NamedTuple):
     """kube's RulesFor answer: the rules (as authorization.k8s.io's

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.gateway.authorizers import Attributes, Decision, Mode, aggregate
+from services.gateway.authorizers import Attributes, AuthorizerError, Decision, Mode, aggregate
 from services.gateway.user import User
 
 Obj = dict[str, Any]
@@ -43,12 +43,18 @@ class Reviewer:
 
     async def access(self, user: User, spec: Obj) -> Obj:
         """A SubjectAccessReviewStatus: whether user may do what spec says."""
-        decision, reason = await self._authorizer.authorize(attributes(user, spec))
+        failure = ""
+        try:
+            decision, reason = await self._authorizer.authorize(attributes(user, spec))
+        except AuthorizerError as e:
+            decision, reason, failure = e.decision, e.reason, str(e)
         status: Obj = {"allowed": decision is Decision.ALLOW}
         if decision is Decision.DENY:
             status["denied"] = True
         if reason:
             status["reason"] = reason
+        if failure:
+            status["evaluationError"] = failure
         return status
 
     def rules(self, user: User, namespace: str) -> Obj:

@@ -1,6 +1,8 @@
 """kube's authorization filter: the request's attributes (who, which verb, on
 what, as kube's RequestInfoFactory reads a request) put to the gateway's
-authorizer, and a request it does not allow refused 403 with kube's message.
+authorizer, and a request it does not allow refused 403 with kube's message
+(or 500, as kube's InternalError writes it, when an authorizer failed on the
+way and nobody allowed it).
 Which authorizer is the app's choice (services/gateway/app.py, from
 --authorization-mode: services/gateway/authorizers/modes.py)."""
 
@@ -12,7 +14,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from services.gateway import audit, paths, user
-from services.gateway.authorizers import Attributes, Authorizer, Decision
+from services.gateway.authorizers import Attributes, Authorizer, AuthorizerError, Decision
 from strata.api import names
 from strata.api.errors import StatusError
 from strata.api.goquote import quote
@@ -121,11 +123,26 @@ def forbidden(attributes: Attributes, reason: str) -> StatusError:
     )
 
 
+def internal_error(request: web.Request, error: str) -> web.Response:
+    """kube's responsewriters.InternalError: plain text, not a Status."""
+    return web.Response(
+        status=500,
+        text=f"Internal Server Error: {quote(request.path_qs)}: {error}\n",
+        content_type="text/plain",
+        charset="utf-8",
+        headers={"X-Content-Type-Options": "nosniff"},
+    )
+
+
 def middleware(authorizer: Authorizer) -> Middleware:
     @web.middleware
     async def authorized(request: web.Request, handler: Handler) -> web.StreamResponse:
         attributes = attributes_of(request)
-        decision, reason = await authorizer.authorize(attributes)
+        try:
+            decision, reason = await authorizer.authorize(attributes)
+        except AuthorizerError as e:
+            audit.authorization_failed(request)
+            return internal_error(request, str(e))
         # The audit log's authorization.k8s.io annotations (services/gateway/audit/).
         audit.authorized(request, decision is Decision.ALLOW, reason)
         if decision is not Decision.ALLOW:

@@ -34,7 +34,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from services.gateway import audit
-from services.gateway.authorizers import Attributes, Authorizer, Decision
+from services.gateway.authorizers import Attributes, Authorizer, Decision, decided
 from services.gateway.chain.authorization import attributes_of, forbidden
 from services.gateway.user import (
     ANONYMOUS_NAME,
@@ -129,12 +129,13 @@ class _Checks:
         self._requestor = requestor
 
     async def check(self, attributes: Attributes) -> None:
-        decision, reason = await self._authorizer.authorize(attributes)
+        # kube refuses an impersonation 403 whatever kept it from being allowed.
+        decision, reason = await decided(self._authorizer, attributes)
         if decision is not Decision.ALLOW:
             raise forbidden(attributes, reason)
 
     async def allowed(self, attributes: Attributes) -> bool:
-        decision, _ = await self._authorizer.authorize(attributes)
+        decision, _ = await decided(self._authorizer, attributes)
         return decision is Decision.ALLOW
 
     def on(self, verb: str, group: str, resource: str, name: str = "", **more: str) -> Attributes:
