@@ -98,7 +98,7 @@ def _wait_up(run: MakeRun, within: float = 120.0) -> None:
 
 def _make_run_once(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """`make run` to its end, in its own process group, all of which is killed
-    if it has not ended in 30 s (a refusal takes well under 2)."""
+    if it has not ended in 30 s (a refusal starts nothing and takes well under that)."""
     with subprocess.Popen(
         ["make", "run"], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL, text=True, start_new_session=True,
@@ -134,11 +134,10 @@ def test_make_run_refuses_a_home_in_use_at_once_and_stops_on_sigterm(tmp_path: P
         ports = (home / "ports.json").read_bytes()
 
         env = {**os.environ, "STRATA_HOME": str(home), "STRATA_PORT": str(first.port)}
-        began = time.monotonic()
         second = _make_run_once(env)
-        took = time.monotonic() - began
         assert second.returncode != 0
-        assert took < 2, f"took {took:.1f}s"
+        # At once: refused before it started anything (no "starting ..." step).
+        assert "strata: starting" not in second.stderr
         assert (
             f"strata is already running in {home} "
             f"(python -m strata.dev up, pid {pid}); stop it first (kill {pid})\n"
@@ -239,11 +238,9 @@ def test_children_left_by_a_killed_holder_keep_the_home_and_are_named(tmp_path: 
         time.sleep(1)  # the leftovers run on (no death signal): the lock is theirs
 
         env = {**os.environ, "STRATA_HOME": str(home), "STRATA_PORT": str(free_port())}
-        began = time.monotonic()
         second = _make_run_once(env)
-        took = time.monotonic() - began
         assert second.returncode != 0
-        assert took < 2, f"took {took:.1f}s"
+        assert "strata: starting" not in second.stderr
         named = ", ".join(f"{name} pid {pid}" for name, pid in zip(SERVICES, pids, strict=True))
         kill = " ".join(map(str, pids))
         assert (

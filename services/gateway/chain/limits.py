@@ -1,6 +1,8 @@
 """kube's max-in-flight filter: read-only and mutating requests counted apart,
 each refused with 429 and Retry-After past its limit; watches, long-running,
-are exempt."""
+are exempt, and so is what kube's `exempt` priority level serves: the
+superuser group (system:masters) and the health probes, so that a busy
+gateway still answers its own readiness probe and its operators."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
+from services.gateway import user
 from services.gateway.chain.metrics import RequestMetrics, labels_of
 from strata.api import errors
 
@@ -17,6 +20,16 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 MAX_READ_ONLY_IN_FLIGHT = 400
 MAX_MUTATING_IN_FLIGHT = 200
 MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# kube's `probes` FlowSchema's paths, and its `exempt` FlowSchema's group.
+PROBES = frozenset({"/healthz", "/readyz", "/livez"})
+SUPERUSER_GROUP = "system:masters"
+
+
+def exempt(request: web.Request) -> bool:
+    """Whether request is never counted: long-running, a probe, or a superuser's."""
+    if labels_of(request).long_running or request.path in PROBES:
+        return True
+    return SUPERUSER_GROUP in user.of(request).groups
 
 
 class InFlight:
@@ -36,7 +49,7 @@ class InFlight:
 
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        if labels_of(request).long_running:
+        if exempt(request):
             return await handler(request)
         kind = "mutating" if request.method in MUTATING else "readOnly"
         limit = self._limits[kind]
