@@ -391,7 +391,7 @@ AT = "spec.versions[0].schema.openAPIV3Schema"
                     "FieldValueInvalid",
                     f"{AT}.properties[x].pattern",
                     'Invalid value: "(": must be a valid regular expression, but isn\'t: '
-                    "missing ), unterminated subpattern at position 0",
+                    "error parsing regexp: missing closing ): `(`",
                 )
             ],
             id="bad-pattern",

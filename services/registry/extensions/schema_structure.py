@@ -6,10 +6,10 @@ schema checks, with kube's field paths and messages."""
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Iterator
 from typing import Any
 
+from services.registry.generic import patterns
 from services.registry.generic.schema import (
     EMBEDDED,
     INT_OR_STRING,
@@ -130,10 +130,10 @@ def _metadata_causes(properties: dict[str, Any], path: str, *, root: bool) -> It
 
 
 def _pattern_causes(pattern: Any, path: str) -> Iterator[Cause]:
-    try:
-        re.compile(str(pattern))
-    except re.error as e:
-        yield invalid_value(path, pattern, f"must be a valid regular expression, but isn't: {e}")
+    if error := patterns.compile_error(str(pattern)):
+        yield invalid_value(
+            path, pattern, f"must be a valid regular expression, but isn't: {error}"
+        )
 
 
 def _value_validation_causes(node: Schema, path: str) -> Iterator[Cause]:

@@ -17,11 +17,11 @@ import ipaddress
 import re
 from collections.abc import Callable, Iterator
 from datetime import date, datetime
-from functools import cache
 from typing import Any
 
 import orjson
 
+from services.registry.generic import patterns
 from strata.api import names
 from strata.api.causes import (
     invalid_value,
@@ -141,14 +141,6 @@ FORMATS: dict[str, Callable[[str], bool]] = {
 }
 
 
-@cache
-def _pattern(pattern: str) -> re.Pattern[str] | None:
-    try:
-        return re.compile(pattern)
-    except re.error:
-        return None
-
-
 def field_path(path: str, name: str) -> str:
     """The path of field name in the object at path ("" is the root)."""
     return f"{path}.{name}" if path else name
@@ -194,13 +186,23 @@ def _string_causes(value: str, schema: Schema, path: str) -> Iterator[Cause]:
     if (least := schema.get("minLength")) is not None and len(value) < least:
         yield invalid_value(path, value, f"{path} in body should be at least {least} chars long")
     if (pattern := schema.get("pattern")) is not None:
-        compiled = _pattern(pattern)
-        if compiled is not None and not compiled.search(value):
-            yield invalid_value(path, value, f"{path} in body should match '{pattern}'")
+        yield from _pattern_causes(value, pattern, path)
     fmt = schema.get("format", "")
     check = FORMATS.get(fmt)
     if check is not None and not check(value):
         yield type_invalid(path, value, f'{path} in body must be of type {fmt}: "{value}"')
+
+
+def _pattern_causes(value: str, pattern: str, path: str) -> Iterator[Cause]:
+    """kube's answer to a value its pattern (RE2, as Go's regexp) does not
+    match, or to any value when the pattern does not compile (a CRD stored
+    before strata checked patterns as Go does may hold one)."""
+    try:
+        if patterns.matches(pattern, value):
+            return
+    except patterns.PatternError as e:
+        pattern = f"{pattern}, but pattern is invalid: {e}"
+    yield invalid_value(path, value, f"{path} in body should match '{pattern}'")
 
 
 def _number_causes(value: float, schema: Schema, path: str) -> Iterator[Cause]:
