@@ -405,14 +405,14 @@ async def test_an_exhausted_range_is_a_clear_error(tiny: Tiny) -> None:
         await store.create(namespace, orjson.dumps(service(f"np-{i}", 80, type="NodePort")))
     with pytest.raises(StatusError) as raised:
         await store.create(namespace, orjson.dumps(service("np-3", 80, type="NodePort")))
-    assert (raised.value.code, raised.value.reason) == (422, "Invalid")
-    assert raised.value.details["causes"] == [
-        {
-            "reason": "InternalError",
-            "message": "Internal error: failed to allocate a nodePort: range is full",
-            "field": "spec.ports[0].nodePort",
-        }
-    ]
+    # kube v1.36 (--service-node-port-range=30000-30002, a fourth NodePort Service).
+    assert (raised.value.code, raised.value.reason) == (500, "InternalError")
+    assert raised.value.status()["message"] == (
+        "Internal error occurred: failed to allocate a nodePort: range is full"
+    )
+    assert raised.value.details == {
+        "causes": [{"message": "failed to allocate a nodePort: range is full"}]
+    }
     for i in range(3):
         await store.create(namespace, orjson.dumps(service(f"ip-{i}", 80)))
     assert len(await allocations.ips.allocated()) == 6
@@ -422,6 +422,35 @@ async def test_an_exhausted_range_is_a_clear_error(tiny: Tiny) -> None:
     assert raised.value.message == (
         "Internal error occurred: failed to allocate a serviceIP: range is full"
     )
+
+
+def _named(obj: Obj) -> Obj:
+    """obj as a NodePort Service whose ports have names (more than one must)."""
+    obj["spec"]["type"] = "NodePort"
+    for i, port in enumerate(obj["spec"]["ports"]):
+        port["name"] = f"p{i}"
+    return obj
+
+
+async def test_many_ports_are_claimed_at_once_or_not_at_all(tiny: Tiny) -> None:
+    """A Service with more ports than the range has free is refused as kube
+    refuses it (500, range full) with nothing left allocated; ports of one
+    port number (TCP and UDP) share a node port, as in kube; the rest each
+    get one of their own."""
+    store, allocations, namespace = tiny.store, tiny.allocations, tiny.namespace
+    with pytest.raises(StatusError) as raised:
+        await store.create(namespace, orjson.dumps(_named(service("many", 1, 2, 3, 4))))
+    assert (raised.value.code, raised.value.reason) == (500, "InternalError")
+    assert raised.value.status()["message"] == (
+        "Internal error occurred: failed to allocate a nodePort: range is full"
+    )
+    assert await allocations.ports.allocated() == {}
+    shared = _named(service("dns", 53, 53, 80))
+    shared["spec"]["ports"][1]["protocol"] = "UDP"
+    created = orjson.loads(await store.create(namespace, orjson.dumps(shared)))
+    node_ports = [port["nodePort"] for port in created["spec"]["ports"]]
+    assert node_ports[0] == node_ports[1] != node_ports[2]
+    assert set(await allocations.ports.allocated()) == {str(n) for n in node_ports}
 
 
 async def test_repair_waits_before_releasing_a_leak(tiny: Tiny) -> None:

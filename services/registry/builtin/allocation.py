@@ -7,10 +7,15 @@ same value cannot both succeed, and the loser picks again. A Service's values
 are claimed before it is stored and released when its write fails or it is
 deleted; the repair loop (services/registry/controllers/repair.py) reclaims what a Service
 removed behind the registry's back leaves allocated.
+
+A Service with many ports takes its node ports in one go: the allocations are
+read once, the free values drawn, and their keys written a batch at a time;
+more ports than the range has free are refused before anything is written.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ipaddress
 import random
@@ -29,6 +34,8 @@ Obj = dict[str, Any]
 # Candidates drawn at random before a scan for a free value.
 _RANDOM_PICKS = 16
 _CLAIM_ATTEMPTS = 32
+# How many allocation keys are written at once.
+_WRITES_AT_ONCE = 64
 
 
 class RangeFull(Exception):
@@ -142,30 +149,63 @@ class Allocator:
 
     async def claim_next(self, owner: Owner, *, dry_run: bool = False) -> str:
         """Allocate some free value; RangeFull when there is none."""
-        for _ in range(_CLAIM_ATTEMPTS):
-            taken = set(await self.allocated())
-            value = self._pick(taken)
-            try:
-                await self.claim(value, owner, dry_run=dry_run)
-            except KeyExists:
-                continue  # someone else took it meanwhile: look again
-            return value
-        raise RangeFull(str(self.values))
+        (value,) = await self.claim_many(owner, 1, dry_run=dry_run)
+        return value
 
-    def _pick(self, taken: set[str]) -> str:
-        size = self.values.size
-        if len(taken) >= size:
+    async def claim_many(self, owner: Owner, count: int, *, dry_run: bool = False) -> list[str]:
+        """Allocate count free values (RangeFull, with none of them kept, when
+        the range has not that many free)."""
+        claimed: list[str] = []
+        try:
+            for _ in range(_CLAIM_ATTEMPTS):
+                taken = set(await self.allocated()) | set(claimed)
+                wanted = self._pick(taken, count - len(claimed))
+                if dry_run:
+                    return wanted
+                for start in range(0, len(wanted), _WRITES_AT_ONCE):
+                    batch = wanted[start : start + _WRITES_AT_ONCE]
+                    written = await asyncio.gather(
+                        *(self.claim(value, owner) for value in batch), return_exceptions=True
+                    )
+                    for value, result in zip(batch, written, strict=True):
+                        if result is None:
+                            claimed.append(value)
+                        elif not isinstance(result, KeyExists):
+                            raise result
+                if len(claimed) == count:
+                    return claimed
+                # Others took some meanwhile: draw again for those.
             raise RangeFull(str(self.values))
-        for _ in range(_RANDOM_PICKS):
+        except BaseException:
+            for value in claimed:
+                await self.release(value)
+            raise
+
+    def _pick(self, taken: set[str], count: int) -> list[str]:
+        """count distinct values not in taken, drawn at random."""
+        size = self.values.size
+        if size - len(taken) < count:
+            raise RangeFull(str(self.values))
+        picked: list[str] = []
+        chosen = set(taken)
+        for _ in range(_RANDOM_PICKS * count):
+            if len(picked) == count:
+                return picked
             value = self.values.value(random.randrange(size))
-            if value not in taken:
-                return value
+            if value not in chosen:
+                picked.append(value)
+                chosen.add(value)
         start = random.randrange(size)
         for step in range(size):
+            if len(picked) == count:
+                break
             value = self.values.value((start + step) % size)
-            if value not in taken:
-                return value
-        raise RangeFull(str(self.values))
+            if value not in chosen:
+                picked.append(value)
+                chosen.add(value)
+        if len(picked) < count:
+            raise RangeFull(str(self.values))
+        return picked
 
     async def release(self, value: str) -> None:
         with contextlib.suppress(KeyNotFound):
@@ -251,9 +291,11 @@ class ServiceAllocations:
             if needs_cluster_ip(spec):
                 spec["clusterIPs"] = [spec["clusterIP"]]
             for i, number in ports:
-                claimed = await self._claim_port(obj, i, number, owner, dry_run)
-                spec["ports"][i]["nodePort"] = int(claimed)
-                claimed_ports.add(claimed)
+                if number:
+                    claimed = await self._claim_port(obj, i, number, owner, dry_run)
+                    spec["ports"][i]["nodePort"] = int(claimed)
+                    claimed_ports.add(claimed)
+            claimed_ports.update(await self._claim_free_ports(spec, ports, owner, dry_run))
         except BaseException:
             if not dry_run:
                 await self._release((claimed_ips, claimed_ports))
@@ -289,20 +331,30 @@ class ServiceAllocations:
             raise _refusal(obj, invalid_value("spec.clusterIPs", [ip], detail)) from None
         return ip
 
+    async def _claim_free_ports(
+        self, spec: Obj, ports: list[tuple[int, str]], owner: Owner, dry_run: bool
+    ) -> set[str]:
+        """A node port for each port that names none, all claimed at once; as
+        kube's, ports of one port number share theirs."""
+        by_number: dict[Any, list[int]] = {}
+        for i, number in ports:
+            if not number:
+                by_number.setdefault(spec["ports"][i].get("port"), []).append(i)
+        if not by_number:
+            return set()
+        try:
+            claimed = await self.ports.claim_many(owner, len(by_number), dry_run=dry_run)
+        except RangeFull:
+            raise errors.internal("failed to allocate a nodePort: range is full") from None
+        for indexes, value in zip(by_number.values(), claimed, strict=True):
+            for i in indexes:
+                spec["ports"][i]["nodePort"] = int(value)
+        return set(claimed)
+
     async def _claim_port(
         self, obj: Obj, index: int, number: str, owner: Owner, dry_run: bool
     ) -> str:
         field = f"spec.ports[{index}].nodePort"
-        if not number:
-            try:
-                return await self.ports.claim_next(owner, dry_run=dry_run)
-            except RangeFull:
-                cause = Cause(
-                    reason="InternalError",
-                    message="Internal error: failed to allocate a nodePort: range is full",
-                    field=field,
-                )
-                raise _refusal(obj, cause) from None
         if not self.ports.values.contains(number):
             detail = (
                 "provided port is not in the valid range. The range of valid ports is "
