@@ -1,4 +1,5 @@
-"""python -m strata.dev up: the whole system on loopback until Ctrl-C or SIGTERM.
+"""python -m strata.dev up: the whole system on loopback until Ctrl-C or SIGTERM;
+a process that dies is started again (strata/dev/_supervisor.py).
 
 Each slow step is announced on stderr ("strata: starting etcd") as it begins;
 stdout carries only the "strata is up" lines, which scripts and tests read.
@@ -15,6 +16,7 @@ from pathlib import Path
 from types import FrameType
 
 from strata.dev._lock import HomeBusy
+from strata.dev._supervisor import Supervisor
 from strata.dev._system import StartError, System
 
 
@@ -52,10 +54,9 @@ def main() -> int:
     print(f"  endpoints: {system.home / 'endpoints.json'}; logs: {system.home / 'logs'}/")
     sys.stdout.flush()
     try:
+        supervisor = Supervisor(system, _say)
         while not stop.wait(0.5):
-            if (name := system.failed()) is not None:
-                print(f"strata: {name} exited; stopping", file=sys.stderr)
-                return 1
+            supervisor.tick()
     finally:
         system.stop()
         print("strata stopped")

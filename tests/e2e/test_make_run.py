@@ -202,6 +202,37 @@ def test_killing_make_runs_process_takes_its_children_with_it(tmp_path: Path) ->
         assert second.process.wait(timeout=60) == 0, second.stderr()
 
 
+def _child_pid(home: Path, name: str) -> int:
+    record = json.loads((home / "lock").read_text())
+    return int(next(child["pid"] for child in record["children"] if child["name"] == name))
+
+
+def test_a_process_that_dies_is_started_again(tmp_path: Path) -> None:
+    """make run supervises its processes: a service or etcd killed outright is
+    started again on its own, and says so; the system answers again and stops
+    on SIGTERM as before."""
+    with make_run(tmp_path) as run:
+        _wait_up(run)
+        for name in ("registry", "etcd"):
+            pid = _child_pid(run.home, name)
+            os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + 90
+            while f"strata: {name} is up again" not in run.stderr():
+                assert run.process.poll() is None, run.stderr()
+                assert time.monotonic() < deadline, run.stderr()
+                time.sleep(0.2)
+            assert f"strata: {name} exited with -9; starting it again" in run.stderr()
+            assert _child_pid(run.home, name) != pid
+        env = {**os.environ, "KUBECONFIG": str(run.home / "kubeconfig")}
+        listed = subprocess.run(
+            ["kubectl", "get", "namespaces", "-o", "name"],
+            env=env, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert "namespace/default" in listed.stdout, listed.stderr
+        os.kill(json.loads((run.home / "lock").read_text())["pid"], signal.SIGTERM)
+        assert run.process.wait(timeout=60) == 0, run.stderr()
+
+
 # A system started from a worker thread (as tests start theirs, with
 # asyncio.to_thread) whose children do not die with their parent: the death
 # signal would follow the thread, so System does not ask for one there.
