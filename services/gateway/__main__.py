@@ -138,9 +138,16 @@ async def _run(args: argparse.Namespace) -> None:
     )
     # A request whose client has gone is cancelled, as kube cancels its context:
     # above all a watch, which would otherwise hold its registry watch (and the
-    # cacher's watcher) until its next event or its timeout.
+    # cacher's watcher) until its next event or its timeout. A request body is
+    # read as sent, whatever its Content-Encoding says (kube decodes none: a
+    # gzip body is a 400 on its bytes, not a ConfigMap).
     runner = web.AppRunner(
-        app, access_log=None, handle_signals=False, shutdown_timeout=5, handler_cancellation=True
+        app,
+        access_log=None,
+        handle_signals=False,
+        shutdown_timeout=5,
+        handler_cancellation=True,
+        auto_decompress=False,
     )
     await runner.setup()
     site = web.TCPSite(runner, host, int(port), ssl_context=tls)

@@ -151,9 +151,7 @@ async def test_bad_delete_options_are_refused(
     assert (status["code"], status["reason"]) == (422, "Invalid")
     status = await refused(http, system_etcd, "DELETE", f"{path}/kept?gracePeriodSeconds=soon")
     assert (status["code"], status["reason"]) == (400, "BadRequest")
-    assert status["message"] == (
-        'invalid value for gracePeriodSeconds: strconv.ParseInt: parsing "soon": invalid syntax'
-    )
+    assert status["message"] == 'strconv.ParseInt: parsing "soon": invalid syntax'
     await answer(http, "GET", f"{path}/kept", 200)
 
 

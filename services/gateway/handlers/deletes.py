@@ -3,6 +3,8 @@ and the query in kube's order, put through admission, and sent to the registry."
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -14,12 +16,89 @@ from services.gateway.handlers import query
 from services.gateway.handlers.call import Call
 from services.gateway.handlers.reads import list_body
 from services.gateway.responses import object_response
-from strata.api import errors
+from strata.api import errors, gojson
 from strata.proto.registry.v1 import registry_pb2
 
 
+@dataclass(frozen=True)
+class _Struct:
+    """A Go struct kube's decoder fills: its type's name (in an error's "of
+    type"), its own (before a field's path) and its fields' Go types."""
+
+    type_name: str
+    name: str
+    fields: dict[str, _GoType]
+
+
+# A struct, or a scalar's or a slice's Go type by name.
+_GoType = _Struct | str
+_PRECONDITIONS = _Struct(
+    "v1.Preconditions", "Preconditions", {"uid": "types.UID", "resourceVersion": "string"}
+)
+_DELETE_OPTIONS = _Struct(
+    "v1.DeleteOptions",
+    "DeleteOptions",
+    {
+        "gracePeriodSeconds": "int64",
+        "preconditions": _PRECONDITIONS,
+        "orphanDependents": "bool",
+        "propagationPolicy": "v1.DeletionPropagation",
+        "dryRun": "[]string",
+        "ignoreStoreReadErrorWithClusterBreakingPotential": "bool",
+    },
+)
+# Bodies up to this size get Go's exact syntax error (a Python pass over them).
+_SCAN_LIMIT = 16 * 1024
+
+
+def _unfit(value: Any, go_type: _GoType, raw: bytes, field: str) -> str | None:
+    """What Go's decoder calls value if a field of go_type cannot hold it: a
+    number that is no int64 by its text (read again from raw: the int64 field
+    is a top-level one)."""
+    if isinstance(go_type, _Struct):
+        fits = isinstance(value, dict)
+    elif go_type == "bool":
+        fits = isinstance(value, bool)
+    elif go_type == "int64":
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            if type(value) is int and -(2**63) <= value < 2**63:
+                return None
+            return f"number {json.loads(raw, parse_float=str, parse_int=str)[field]}"
+        fits = False
+    elif go_type.startswith("[]"):
+        fits = isinstance(value, list)
+    else:
+        fits = isinstance(value, str)
+    return None if fits else gojson.type_name(value)
+
+
+def _type_error(value: Any, go_type: _GoType, struct: str, field: str, raw: bytes) -> str | None:
+    """Go's first UnmarshalTypeError decoding value into a field of go_type
+    (field: its path, in the struct named struct): keys matched exactly and
+    taken in the body's order, a null leaving its field alone."""
+    if value is None:
+        return None
+    if (unfit := _unfit(value, go_type, raw, field)) is not None:
+        shown = go_type.type_name if isinstance(go_type, _Struct) else go_type
+        return (
+            f"json: cannot unmarshal {unfit} into Go struct field {struct}.{field} of type {shown}"
+        )
+    if isinstance(go_type, _Struct):
+        for key, item in value.items():
+            child = go_type.fields.get(key)
+            path = f"{field}.{key}" if field else key
+            if child is not None and (found := _type_error(item, child, go_type.name, path, raw)):
+                return found
+    elif go_type == "[]string":
+        for item in value:
+            if found := _type_error(item, "string", struct, field, raw):
+                return found
+    return None
+
+
 async def _body_options(request: web.Request) -> dict[str, Any]:
-    """The DeleteOptions the request's body gives (none without a body)."""
+    """The DeleteOptions the request's body gives (none without a body), or
+    kube's 400 for a body its decoder refuses (in Go's words, as they are)."""
     if not request.can_read_body:
         return {}
     raw = await request.read()
@@ -31,10 +110,17 @@ async def _body_options(request: web.Request) -> dict[str, Any]:
     try:
         options = orjson.loads(body.json)
     except orjson.JSONDecodeError as e:
-        raise errors.bad_request(f"invalid DeleteOptions: {e}") from None
+        syntax = gojson.syntax_error(body.json) if len(body.json) <= _SCAN_LIMIT else None
+        raise errors.bad_request(
+            f"couldn't get version/kind; json parse error: {syntax or e}"
+        ) from None
+    if options is None:  # Go decodes null into an empty struct
+        return {}
     if not isinstance(options, dict):
         raise errors.bad_request("DeleteOptions must be a JSON object")
-    return options
+    if (problem := _type_error(options, _DELETE_OPTIONS, "", "", body.json)) is not None:
+        raise errors.bad_request(problem)
+    return {name: value for name, value in options.items() if value is not None}
 
 
 async def _delete_options(request: web.Request) -> tuple[dict[str, Any], bool]:
@@ -42,8 +128,6 @@ async def _delete_options(request: web.Request) -> tuple[dict[str, Any], bool]:
     (query parameters first, then what the body sets: kube's order)."""
     options = await _body_options(request)
     dry_run_values = options.get("dryRun", request.query.getall("dryRun", []))
-    if not isinstance(dry_run_values, list):
-        raise errors.bad_request("DeleteOptions.dryRun must be a list of strings")
     # The query's garbage-collection choices, unless the body makes its own.
     if "propagationPolicy" in request.query:
         options.setdefault("propagationPolicy", request.query["propagationPolicy"])
@@ -58,20 +142,13 @@ async def _delete_options(request: web.Request) -> tuple[dict[str, Any], bool]:
     # Taken and checked; no resource strata serves deletes gracefully (kube's
     # only graceful resource is pods), so a grace period changes nothing.
     if "gracePeriodSeconds" in request.query:
-        grace = request.query["gracePeriodSeconds"]
         try:
-            options.setdefault("gracePeriodSeconds", int(grace))
-        except ValueError:
-            raise errors.bad_request(
-                f'invalid value for gracePeriodSeconds: strconv.ParseInt: parsing "{grace}": '
-                "invalid syntax"
-            ) from None
-    grace_period = options.get("gracePeriodSeconds")
-    if grace_period is not None and (
-        not isinstance(grace_period, int) or isinstance(grace_period, bool)
-    ):
-        raise errors.bad_request("DeleteOptions.gracePeriodSeconds must be an integer")
-    return options, query.dry_run([str(v) for v in dry_run_values], "DeleteOptions")
+            grace = query.go_int64(request.query["gracePeriodSeconds"])
+        except ValueError as e:
+            raise errors.bad_request(str(e)) from None
+        options.setdefault("gracePeriodSeconds", grace)
+    # A null in dryRun is Go's zero string.
+    return options, query.dry_run([v or "" for v in dry_run_values], "DeleteOptions")
 
 
 def _garbage_collection(options: dict[str, Any]) -> dict[str, Any]:
@@ -80,12 +157,8 @@ def _garbage_collection(options: dict[str, Any]) -> dict[str, Any]:
     fields: dict[str, Any] = {}
     policy, orphan = options.get("propagationPolicy"), options.get("orphanDependents")
     if policy is not None:
-        if not isinstance(policy, str):
-            raise errors.bad_request("DeleteOptions.propagationPolicy must be a string")
         fields["propagation_policy"] = policy
     if orphan is not None:
-        if not isinstance(orphan, bool):
-            raise errors.bad_request("DeleteOptions.orphanDependents must be a boolean")
         fields["orphan_dependents"] = orphan
     return fields
 
@@ -94,8 +167,8 @@ async def delete_collection(call: Call) -> web.Response:
     request = call.request
     if call.api.namespaced and not call.info.namespace:
         raise errors.method_not_allowed()
+    listed = query.list_options(request)  # kube reads the query's first
     options, dry_run = await _delete_options(request)
-    listed = query.list_options(request)
     garbage_collection = _garbage_collection(options)
     await call.admitted(Operation.DELETE, b"", dry_run)
     response = await call.registry.DeleteCollection(

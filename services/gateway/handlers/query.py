@@ -9,7 +9,7 @@ from aiohttp import web
 from services.gateway import negotiation, paths
 from services.gateway.catalog import APIResource
 from services.gateway.output import OUTPUT
-from strata.api import errors
+from strata.api import errors, goquote
 from strata.api.causes import not_supported, too_long
 from strata.proto.registry.v1 import registry_pb2
 
@@ -77,21 +77,56 @@ def rendering(request: web.Request) -> registry_pb2.Rendering:
     )
 
 
-def list_options(request: web.Request) -> registry_pb2.ListOptions:
-    query = request.query
-    limit = query.get("limit", "0") or "0"
+_UINT64_MAX = 2**64 - 1
+
+
+def go_int64(text: str) -> int:
+    """text as Go's strconv.ParseInt(text, 10, 64) reads it, else ValueError
+    with Go's error: out of range as soon as its leading digits overflow
+    (what follows them is not looked at), else invalid syntax for anything
+    but an optional sign and ASCII digits."""
+    unsigned = text[1:] if text[:1] in ("+", "-") else text
+    rest = unsigned.lstrip("0123456789")
+    digits = unsigned[: len(unsigned) - len(rest)]
+    significant = digits.lstrip("0")
+    # Compared by length first: int() refuses more than 4300 digits.
+    overflows = len(significant) > 20 or int(significant or 0) > _UINT64_MAX
+    if not overflows and (not digits or rest):
+        raise ValueError(f"strconv.ParseInt: parsing {goquote.quote(text)}: invalid syntax")
+    value = 0 if overflows else int(text)
+    if overflows or not -(2**63) <= value < 2**63:
+        raise ValueError(f"strconv.ParseInt: parsing {goquote.quote(text)}: value out of range")
+    return value
+
+
+def _int64_parameter(request: web.Request, name: str) -> int:
+    """An int64 query parameter (its first value; 0 when absent), or kube's
+    400 for one its conversion of the query refuses: Go's error, nothing more."""
+    text = request.query.get(name)
+    if text is None:
+        return 0
     try:
-        parsed_limit = int(limit)
-    except ValueError:
-        raise errors.bad_request(f"invalid limit: {limit!r} is not an integer") from None
+        return go_int64(text)
+    except ValueError as e:
+        raise errors.bad_request(str(e)) from None
+
+
+def list_options(request: web.Request) -> registry_pb2.ListOptions:
+    """The query's ListOptions, converted as kube converts them (its int64s in
+    the order of kube's ListOptions: timeoutSeconds, then limit). A negative
+    limit is no limit, as in kube."""
+    query = request.query
+    timeout_seconds = _int64_parameter(request, "timeoutSeconds")
+    limit = _int64_parameter(request, "limit")
     options = registry_pb2.ListOptions(
         label_selector=query.get("labelSelector", ""),
         field_selector=query.get("fieldSelector", ""),
         resource_version=query.get("resourceVersion", ""),
         resource_version_match=query.get("resourceVersionMatch", ""),
-        limit=parsed_limit,
+        limit=max(limit, 0),
         allow_watch_bookmarks=paths.truthy(query.get("allowWatchBookmarks")),
         send_initial_events=paths.flag(query.get("sendInitialEvents")),
+        timeout_seconds=timeout_seconds,
         rendering=rendering(request),
     )
     setattr(options, "continue", query.get("continue", ""))  # a Python keyword

@@ -33,6 +33,14 @@ IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
 
 class NamespaceStrategy:
     namespaced = False
+    # For check_decodable: a finalizer of another JSON type is kube's 400.
+    go_types = (
+        ("spec", "Namespace", "v1.NamespaceSpec"),
+        ("spec.finalizers", "NamespaceSpec", "[]v1.FinalizerName"),
+        ("spec.finalizers[]", "NamespaceSpec", "string:v1.FinalizerName"),
+        ("status", "Namespace", "v1.NamespaceStatus"),
+        ("status.phase", "NamespaceStatus", "string:v1.NamespacePhase"),
+    )
 
     def deletion_refused(self, name: str) -> str:
         return "this namespace may not be deleted" if name in IMMORTAL_NAMESPACES else ""

@@ -26,7 +26,10 @@ def put_info(
         assert r.scale is not None
         replicas, requested = decode_scale(r, body, namespace, name)
         return UpdatedObjectInfo(build=replicas_set(r.scale, replicas), resource_version=requested)
-    obj, _ = codec.decode(body)
+    obj, typed_ok = codec.decode(body)
+    if subresource == "finalize":
+        # Only the finalizers are taken, but kube's decoder reads all of it first.
+        codec.check_types(obj, typed_ok)
     check_names(r, obj["metadata"], namespace, name)
     build: Build
     if subresource == "status":
