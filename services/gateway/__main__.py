@@ -90,6 +90,10 @@ def main() -> None:
     service.run(_run(args))
 
 
+# The most one request line or header may be.
+MAX_HEADER_BYTES = 64 * 1024
+
+
 async def _run(args: argparse.Namespace) -> None:
     host, _, port = args.listen.rpartition(":")
     home = Path(args.home)
@@ -148,6 +152,11 @@ async def _run(args: argparse.Namespace) -> None:
         shutdown_timeout=5,
         handler_cancellation=True,
         auto_decompress=False,
+        # kube takes headers of up to 1 MiB (large bearer tokens among them);
+        # aiohttp's 8 KiB would refuse an OIDC token with many groups. Bounded
+        # per header (and by the count of headers) rather than in all.
+        max_line_size=MAX_HEADER_BYTES,
+        max_field_size=MAX_HEADER_BYTES,
     )
     await runner.setup()
     site = web.TCPSite(runner, host, int(port), ssl_context=tls)

@@ -302,3 +302,18 @@ async def test_a_finalize_of_the_wrong_types_is_refused_as_kube_decodes_it(
     missing = {**sent, "metadata": {"name": "no-such-namespace"}}
     path = "/api/v1/namespaces/no-such-namespace/finalize"
     await _bad_request(http, system_etcd, "PUT", path, message, json=missing)
+
+
+async def test_large_headers_pass_as_kube_lets_them(http: aiohttp.ClientSession) -> None:
+    """kube takes headers far past aiohttp's 8 KiB (up to 1 MiB): a 60 KiB header
+    beside the admin's token is served, and a 60 KiB bearer token that is no
+    one's is kube's 401, not a refusal of the request's size."""
+    big = "x" * (60 * 1024)
+    async with http.get("/api/v1/namespaces/default", headers={"X-Big": big}) as served:
+        assert served.status == 200
+    stranger = {"Authorization": f"Bearer {big}"}
+    async with http.get("/api/v1/namespaces/default", headers=stranger) as refused_answer:
+        assert refused_answer.status == 401
+        assert (await refused_answer.json())["reason"] == "Unauthorized"
+    async with http.get("/readyz") as response:
+        assert response.status == 200
