@@ -189,6 +189,43 @@ async def always_ready() -> AsyncIterator[bool]:
     yield True
 
 
+# The health service name under which storage, and each hop above it, reports
+# whether etcd answers (the gateway's /readyz has it as kube's "etcd" check).
+ETCD_READINESS = "etcd"
+READINESS_POLL_SECONDS = 1.0
+
+
+async def polled_readiness(
+    check: Callable[[], Awaitable[bool]], interval: float = READINESS_POLL_SECONDS
+) -> AsyncIterator[bool]:
+    """check's answer each time it changes, asked every interval (an exception,
+    or no answer within interval, is not ready)."""
+    last: bool | None = None
+    while True:
+        try:
+            async with asyncio.timeout(interval):
+                ready = await check()
+        except Exception:  # whatever kept it from answering: not ready
+            ready = False
+        if ready is not last:
+            yield ready
+            last = ready
+        await asyncio.sleep(interval)
+
+
+def relayed_readiness(channel: grpc.aio.Channel, name: str) -> AsyncIterator[bool]:
+    """The readiness the service behind channel reports for name: a hop passes
+    on what the one below it knows (etcd's, from storage up to the gateway)."""
+    health = health_pb2_grpc.HealthStub(channel)
+    request = health_pb2.HealthCheckRequest(service=name)
+
+    async def check() -> bool:
+        answer = await health.Check(request)
+        return bool(answer.status == health_pb2.HealthCheckResponse.SERVING)
+
+    return polled_readiness(check)
+
+
 async def serve(
     *,
     service_name: str,

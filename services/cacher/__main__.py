@@ -120,7 +120,10 @@ async def _run(args: argparse.Namespace) -> None:
         callers=service.allowed_clients(args),
         register=register,
         on_stop=stop,
-        readiness={SERVICE_NAME: cached.readiness()},
+        readiness={
+            SERVICE_NAME: cached.readiness(),
+            service.ETCD_READINESS: service.relayed_readiness(channel, service.ETCD_READINESS),
+        },
     )
 
 

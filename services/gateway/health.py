@@ -15,6 +15,7 @@ from aiohttp import web
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from strata.api.wire import REGISTRY_SERVICE_NAME
+from strata.service import ETCD_READINESS
 
 # A check answers None when healthy, otherwise why not.
 Check = Callable[[], Awaitable[str | None]]
@@ -52,6 +53,8 @@ def serving(health: health_pb2_grpc.HealthStub, service: str, what: str) -> Chec
 def readyz_checks(health: health_pb2_grpc.HealthStub) -> list[NamedCheck]:
     return [
         NamedCheck("ping", ping),
+        # kube's etcd check: etcd answers (storage asks it; each hop passes it on).
+        NamedCheck("etcd", serving(health, ETCD_READINESS, "etcd is not reachable")),
         NamedCheck("registry", serving(health, "", "the registry is not serving")),
         NamedCheck(
             "watch-cache",

@@ -251,7 +251,10 @@ async def _run(args: argparse.Namespace) -> None:
         callers=service.allowed_clients(args),
         register=register,
         on_stop=stop,
-        readiness={REGISTRY_SERVICE_NAME: storage_readiness(channel, storage, BUILT_IN)},
+        readiness={
+            REGISTRY_SERVICE_NAME: storage_readiness(channel, storage, BUILT_IN),
+            service.ETCD_READINESS: service.relayed_readiness(channel, service.ETCD_READINESS),
+        },
     )
 
 

@@ -125,6 +125,13 @@ def main(argv: list[str] | None = None) -> None:
     service.run(_run(args, transformers))
 
 
+async def _etcd_answers(etcd: Etcd) -> bool:
+    """Whether etcd answers a linearizable read (kube's etcd check reads a key
+    called health)."""
+    await etcd.range(b"health", count_only=True)
+    return True
+
+
 async def _run(args: argparse.Namespace, transformers: Transformers | None) -> None:
     etcd = _etcd(args)
     counter = ObjectCounter(etcd, args.etcd_prefix, args.storage_objects_interval)
@@ -161,7 +168,10 @@ async def _run(args: argparse.Namespace, transformers: Transformers | None) -> N
         callers=service.allowed_clients(args),
         register=register,
         on_stop=stop,
-        readiness={SERVICE_NAME: service.always_ready()},
+        readiness={
+            SERVICE_NAME: service.always_ready(),
+            service.ETCD_READINESS: service.polled_readiness(lambda: _etcd_answers(etcd)),
+        },
     )
 
 

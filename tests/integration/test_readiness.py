@@ -6,6 +6,10 @@ on a real etcd behind a real storage service, over real gRPC."""
 from __future__ import annotations
 
 import asyncio
+import ssl
+import time
+import urllib.error
+import urllib.request
 from collections.abc import AsyncGenerator, AsyncIterator
 
 import aiohttp
@@ -19,7 +23,8 @@ from services.gateway.app import build_app
 from services.registry.builtin.resources import CONFIGMAPS
 from services.registry.readiness import storage_readiness
 from strata.api.wire import REGISTRY_SERVICE_NAME
-from strata.service import mirror_readiness
+from strata.dev import System
+from strata.service import ETCD_READINESS, mirror_readiness
 from strata.storage import (
     SERVICE_NAME,
     GrpcStorage,
@@ -125,6 +130,7 @@ async def registry_health() -> AsyncIterator[tuple[health.aio.HealthServicer, st
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     await servicer.set("", health_pb2.HealthCheckResponse.SERVING)
+    await servicer.set(ETCD_READINESS, health_pb2.HealthCheckResponse.SERVING)
     yield servicer, f"127.0.0.1:{port}"
     await server.stop(grace=None)
 
@@ -140,7 +146,7 @@ async def test_readyz_reports_unsynced_watch_caches(
         response = await client.get("/readyz")
         assert response.status == 500
         assert await response.text() == (
-            "[+]ping ok\n[+]registry ok\n[-]watch-cache failed: reason withheld\n"
+            "[+]ping ok\n[+]etcd ok\n[+]registry ok\n[-]watch-cache failed: reason withheld\n"
             "readyz check failed\n"
         )
         assert response.headers["Content-Type"] == "text/plain; charset=utf-8"
@@ -157,6 +163,12 @@ async def test_readyz_reports_unsynced_watch_caches(
         await servicer.set(REGISTRY_SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
         ready = await client.get("/readyz")
         assert ready.status == 200 and await ready.text() == "ok"
+        # etcd away (as storage, passed on by each hop, says): not ready, yet live.
+        await servicer.set(ETCD_READINESS, health_pb2.HealthCheckResponse.NOT_SERVING)
+        away = await client.get("/readyz", params={"verbose": "1"})
+        assert away.status == 500 and "[-]etcd failed: reason withheld\n" in await away.text()
+        assert (await client.get("/livez")).status == 200
+        await servicer.set(ETCD_READINESS, health_pb2.HealthCheckResponse.SERVING)
         await servicer.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
         down = await client.get("/readyz", params={"verbose": "1"})
         assert down.status == 500 and "[-]registry failed: reason withheld\n" in await down.text()
@@ -167,7 +179,7 @@ async def test_readyz_verbose_on_the_running_system(http: aiohttp.ClientSession)
     async with http.get("/readyz", params={"verbose": "", "exclude": "nothing"}) as response:
         assert response.status == 200
         assert await response.text() == (
-            "[+]ping ok\n[+]registry ok\n[+]watch-cache ok\n"
+            "[+]ping ok\n[+]etcd ok\n[+]registry ok\n[+]watch-cache ok\n"
             "warn: some health checks cannot be excluded: no matches for nothing\n"
             "readyz check passed\n"
         )
@@ -175,3 +187,38 @@ async def test_readyz_verbose_on_the_running_system(http: aiohttp.ClientSession)
         assert response.status == 200 and await response.text() == "ok"
     async with http.get("/readyz/nothing") as response:
         assert response.status == 404
+
+
+def _readyz(system: System) -> tuple[int, str]:
+    assert system.endpoints is not None
+    context = ssl.create_default_context(cafile=str(system.ca_file))
+    url = f"{system.endpoints.gateway}/readyz?verbose"
+    try:
+        with urllib.request.urlopen(url, context=context, timeout=10) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def _until(system: System, wanted: int, seconds: float = 30) -> tuple[int, str]:
+    deadline = time.monotonic() + seconds
+    while (got := _readyz(system))[0] != wanted and time.monotonic() < deadline:
+        time.sleep(0.3)
+    return got
+
+
+def test_readyz_tells_the_truth_about_etcd(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """With etcd stopped the gateway is not ready (storage sees it, each hop
+    passes it on: kube's "etcd" check), yet live; with etcd back it is ready."""
+    system = System(tmp_path_factory.mktemp("etcd-away"), gateway_port=0)
+    system.start()
+    try:
+        assert _until(system, 200)[0] == 200
+        system.stop_one("etcd")
+        status, text = _until(system, 500)
+        assert status == 500 and "[-]etcd failed: reason withheld\n" in text, text
+        system.start_one("etcd")
+        status, text = _until(system, 200)
+        assert status == 200 and "[+]etcd ok\n" in text, text
+    finally:
+        system.stop()
