@@ -94,6 +94,28 @@ def main() -> None:
 MAX_HEADER_BYTES = 64 * 1024
 
 
+def _runner(app: web.Application) -> web.AppRunner:
+    """How the gateway's HTTP server treats connections and requests."""
+    # A request whose client has gone is cancelled, as kube cancels its context:
+    # above all a watch, which would otherwise hold its registry watch (and the
+    # cacher's watcher) until its next event or its timeout. A request body is
+    # read as sent, whatever its Content-Encoding says (kube decodes none: a
+    # gzip body is a 400 on its bytes, not a ConfigMap).
+    return web.AppRunner(
+        app,
+        access_log=None,
+        handle_signals=False,
+        shutdown_timeout=5,
+        handler_cancellation=True,
+        auto_decompress=False,
+        # kube takes headers of up to 1 MiB (large bearer tokens among them);
+        # aiohttp's 8 KiB would refuse an OIDC token with many groups. Bounded
+        # per header (and by the count of headers) rather than in all.
+        max_line_size=MAX_HEADER_BYTES,
+        max_field_size=MAX_HEADER_BYTES,
+    )
+
+
 async def _run(args: argparse.Namespace) -> None:
     host, _, port = args.listen.rpartition(":")
     home = Path(args.home)
@@ -140,24 +162,7 @@ async def _run(args: argparse.Namespace) -> None:
         authorizer=authorization.authorizer,
         authn=authn,
     )
-    # A request whose client has gone is cancelled, as kube cancels its context:
-    # above all a watch, which would otherwise hold its registry watch (and the
-    # cacher's watcher) until its next event or its timeout. A request body is
-    # read as sent, whatever its Content-Encoding says (kube decodes none: a
-    # gzip body is a 400 on its bytes, not a ConfigMap).
-    runner = web.AppRunner(
-        app,
-        access_log=None,
-        handle_signals=False,
-        shutdown_timeout=5,
-        handler_cancellation=True,
-        auto_decompress=False,
-        # kube takes headers of up to 1 MiB (large bearer tokens among them);
-        # aiohttp's 8 KiB would refuse an OIDC token with many groups. Bounded
-        # per header (and by the count of headers) rather than in all.
-        max_line_size=MAX_HEADER_BYTES,
-        max_field_size=MAX_HEADER_BYTES,
-    )
+    runner = _runner(app)
     await runner.setup()
     site = web.TCPSite(runner, host, int(port), ssl_context=tls)
     await site.start()

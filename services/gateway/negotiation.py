@@ -228,7 +228,9 @@ class Body:
 async def body_as_json(content_type: str, body: bytes, into: tuple[str, str] = ("", "")) -> Body:
     """The request body as JSON; YAML and Kubernetes protobuf are converted,
     anything else is 415. No Content-Type at all means JSON, as in kube-apiserver.
-    into is the apiVersion and kind the endpoint reads (kubeproto.to_json's)."""
+    into is the apiVersion and kind the endpoint reads (kubeproto.to_json's;
+    the kind also names what a YAML document go-yaml refuses whole was to be,
+    and none is an apply's configuration)."""
     media = content_type.split(";")[0].strip().lower()
     if media in ("application/json", ""):
         return Body(body)
@@ -236,12 +238,40 @@ async def body_as_json(content_type: str, body: bytes, into: tuple[str, str] = (
         return Body(kubeproto.to_json(body, into), converted=True)
     if media in ("application/yaml", "application/x-yaml", "text/yaml"):
         try:
+            # A thread: converting a large document takes a while (bounded
+            # by yaml_bodies' alias rule and EXPANDED_BYTES).
             converted, repeated = await asyncio.to_thread(yaml_bodies.to_json, body)
+        except yaml_bodies.TooLargeExpanded:
+            raise errors.too_large("the request body is too large") from None
+        except (yaml_bodies.ExcessiveAliasing, yaml_bodies.AnchorContainsItself) as e:
+            raise _undecodable_yaml(str(e), body, into[1]) from None
         except (yaml.YAMLError, orjson.JSONEncodeError) as e:
             raise errors.bad_request(f"error converting YAML to JSON: {e}") from None
         problems = ("\n  ".join((yaml_bodies.STRICT_ERRORS, *repeated)),) if repeated else ()
         return Body(converted, problems, converted=True)
     raise unsupported_body()
+
+
+def _summary(body: bytes) -> str:
+    """kube's summarizeData: the first 30 bytes, as text for a JSON object,
+    else in hex, and " ..." when there are more."""
+    if not body:
+        return "<empty>"
+    shown = body[:30]
+    text = shown.decode(errors="replace") if body[:1] == b"{" else shown.hex()
+    return text + " ..." if len(body) > 30 else text
+
+
+def _undecodable_yaml(problem: str, body: bytes, kind: str) -> errors.StatusError:
+    """kube's 400 for a YAML document go-yaml refuses as a whole (its aliases):
+    an object's body as its decoder words it (with the body's first bytes), an
+    apply's configuration (no kind) as its field manager does."""
+    if not kind:
+        return errors.bad_request(f"error decoding YAML: error converting YAML to JSON: {problem}")
+    return errors.bad_request(
+        f"the object provided is unrecognized (must be of type {kind}): "
+        f"{problem} ({_summary(body)})"
+    )
 
 
 def unsupported_body(accepted: tuple[str, ...] = REPRESENTATIONS) -> errors.StatusError:

@@ -5,15 +5,21 @@ patch body itself, with what kube's 422 quotes of it."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import orjson
 
+from strata.api.deep_json import go_print
 from strata.api.errors import StatusError
 from strata.api.patch_types import CONSUMED, JSON_PATCH, STRATEGIC_MERGE_PATCH
 from strata.api.strict_decoding import duplicate_fields, json_patch_errors
 
-__all__ = ["CONSUMED", "patch_media", "quoted", "strict_errors", "unsupported_media_type"]
+__all__ = [
+    "CONSUMED",
+    "go_print",
+    "patch_media",
+    "quoted",
+    "strict_errors",
+    "unsupported_media_type",
+]
 
 
 def patch_media(content_type: str) -> str:
@@ -38,25 +44,12 @@ def strict_errors(content_type: str, patch: bytes) -> list[str]:
     return [f'duplicate field "{p}"' for p in duplicate_fields(patch)]
 
 
-def go_print(value: Any) -> str:
-    """A decoded JSON value as Go's %+v prints it (maps' keys sorted)."""
-    if isinstance(value, dict):
-        return "map[" + " ".join(f"{k}:{go_print(value[k])}" for k in sorted(value)) + "]"
-    if isinstance(value, list):
-        return "[" + " ".join(go_print(v) for v in value) + "]"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is None:
-        return "<nil>"
-    return str(value)
-
-
 def quoted(content_type: str, patch: bytes) -> str:
     """What kube's 422 for a patch's strict decoding errors quotes as the patch:
     a strategic merge patch as Go prints its map, "" for the patched object
     itself (what a JSON or merge patch has quoted)."""
     if content_type == STRATEGIC_MERGE_PATCH:
-        try:
+        try:  # Go's %+v, printed with a stack: a patch may nest a thousand deep
             return go_print(orjson.loads(patch))
         except orjson.JSONDecodeError:  # refused with its own error when applied
             return ""

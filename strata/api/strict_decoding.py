@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 # The fields of a JSON patch operation (RFC 6902), as kube decodes them.
@@ -38,18 +39,20 @@ _SPACED_KEY = re.compile(rb'"[ \t\r\n]+:')
 
 
 def keys_in(value: Any) -> int:
-    """How many keys the objects in a decoded JSON value hold, all levels."""
-    if type(value) is dict:
-        count = len(value)
-        for item in value.values():
-            if type(item) is dict or type(item) is list:
-                count += keys_in(item)
-        return count
+    """How many keys the objects in a decoded JSON value hold, all levels
+    (walked with a stack: a body may nest a thousand deep)."""
     count = 0
-    if type(value) is list:
-        for item in value:
+    work = [value] if type(value) is dict or type(value) is list else []
+    while work:
+        node = work.pop()
+        if type(node) is dict:
+            count += len(node)
+            children: Iterable[Any] = node.values()
+        else:
+            children = node
+        for item in children:
             if type(item) is dict or type(item) is list:
-                count += keys_in(item)
+                work.append(item)
     return count
 
 
@@ -87,20 +90,36 @@ def _parsed(body: bytes) -> tuple[Any, bool] | None:
         return None
 
 
-def _fields(value: Any, path: str, found: list[tuple[str, bool]]) -> None:
-    """Every field of value as the decoder meets it: (path, whether that key
-    was already given in its object), repeated keys' values walked each time."""
+def _children(value: Any, path: str) -> Iterator[tuple[str, bool | None, Any]]:
+    """A map's fields as (path, whether its key was given before in the map,
+    value), its repeated keys' each time; a list's items as (path, None, item)."""
     if isinstance(value, dict):
         pairs = value.pairs if isinstance(value, _Twice) else value.items()
         seen: set[str] = set()
         for key, item in pairs:
-            at = f"{path}.{key}" if path else key
-            found.append((at, key in seen))
+            again = key in seen
             seen.add(key)
-            _fields(item, at, found)
+            yield (f"{path}.{key}" if path else key), again, item
     elif isinstance(value, list):
         for i, item in enumerate(value):
-            _fields(item, f"{path}[{i}]", found)
+            yield f"{path}[{i}]", None, item
+
+
+def _fields(value: Any, path: str, found: list[tuple[str, bool]]) -> None:
+    """Every field of value as the decoder meets it: (path, whether that key
+    was already given in its object), repeated keys' values walked each time,
+    with a stack of walks (not recursion)."""
+    stack = [_children(value, path)]
+    while stack:
+        step = next(stack[-1], None)
+        if step is None:
+            stack.pop()
+            continue
+        at, again, item = step
+        if again is not None:
+            found.append((at, again))
+        if isinstance(item, dict | list):
+            stack.append(_children(item, at))
 
 
 def _repeated(fields: list[tuple[str, bool]]) -> list[str]:

@@ -10,6 +10,13 @@ defaulted from the endpoint, a kind the endpoint cannot take is "K2 in version
 "V" cannot be handled as a K: <why>", where why is "unknown conversion" for a
 kind kube's scheme knows in that version and "no kind ... is registered" for
 one it does not.
+
+Go's decoder refuses JSON nested past 10,000 levels ("invalid character '{'
+exceeded max depth"), and reads anything less: strata.api.deep_json reads as
+deep as Go does, where orjson stops at 1,024. A value of the wrong JSON type
+in a ConfigMap's or Secret's maps, or in metadata's labels and annotations, is
+refused in Go's words ("json: cannot unmarshal object into Go struct field
+ConfigMap.data of type string"), which a patch's 422 quotes too.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from typing import Any
 import orjson
 
 from services.registry.generic.declarations import Resource
-from strata.api import errors, gojson
+from strata.api import deep_json, errors, gojson
 
 Obj = dict[str, Any]
 
@@ -88,11 +95,16 @@ def _syntax_error(body: bytes, error: orjson.JSONDecodeError) -> str:
 
 def _sniffed(body: bytes, resource: Resource) -> Obj:
     """The body as a JSON object with apiVersion and kind strings (or absent),
-    or kube's 400 for the first step."""
+    or kube's 400 for the first step (Go's refusal past its nesting depth too)."""
     try:
         obj = orjson.loads(body)
-    except orjson.JSONDecodeError as e:
-        raise _unrecognized(resource, body, _syntax_error(body, e)) from None
+    except orjson.JSONDecodeError as refused:
+        try:
+            obj = deep_json.past_orjson(body, refused)
+        except deep_json.NestingError as e:
+            raise _unrecognized(resource, body, str(e)) from None
+        except orjson.JSONDecodeError as e:
+            raise _unrecognized(resource, body, _syntax_error(body, e)) from None
     if obj is None:  # Go decodes null into an empty object
         return {}
     if not isinstance(obj, dict):
@@ -144,23 +156,49 @@ def decode_body(body: bytes, resource: Resource, scheme: Scheme = NO_SCHEME) -> 
     obj["apiVersion"] = obj.get("apiVersion") or resource.api_version
     _check_kind(obj["kind"], obj["apiVersion"], resource, scheme)
     metadata = obj.setdefault("metadata", {})
+    if resource.custom:  # no Go types: strata's own words
+        if not isinstance(metadata, dict):
+            raise errors.bad_request("metadata must be an object")
+        for field in ("labels", "annotations"):
+            if _map_error(metadata.get(field), field, "string") is not None:
+                raise errors.bad_request(f"metadata.{field} must be a map of string to string")
+        return obj
     if not isinstance(metadata, dict):
-        raise errors.bad_request("metadata must be an object")
-    for field in ("labels", "annotations"):
-        value = metadata.get(field)
-        if value is not None and (
-            not isinstance(value, dict)
-            or not all(v is None or isinstance(v, str) for v in value.values())
-        ):
-            raise errors.bad_request(f"metadata.{field} must be a map of string to string")
-    # ConfigMaps' and Secrets' maps of strings (a custom resource's are its schema's).
-    for field in ("data", "binaryData") if not resource.group else ():
-        value = obj.get(field)
-        if value is not None and (
-            not isinstance(value, dict)
-            or not all(v is None or isinstance(v, str) for v in value.values())
-        ):
-            raise errors.undecodable(
-                resource.kind, resource.version, f"{field} must be a map of string to string"
-            )
+        wrong = _type_error(metadata, f"{resource.kind}.metadata", "v1.ObjectMeta")
+        raise errors.undecodable(resource.kind, resource.version, wrong)
+    fields = [(metadata, f, "ObjectMeta.metadata.", "string") for f in ("labels", "annotations")]
+    maps = _MAPS.get(resource.kind, ()) if not resource.group else ()
+    fields += [(obj, f, f"{resource.kind}.", value_type) for f, value_type in maps]
+    for holder, field, struct, value_type in fields:
+        if (problem := _map_error(holder.get(field), struct + field, value_type)) is not None:
+            raise errors.undecodable(resource.kind, resource.version, problem)
     return obj
+
+
+# The built-in kinds' maps of scalars kube's decoder holds their values to, by
+# field, with their values' Go types ([]byte: base64 in a string).
+_MAPS = {
+    "ConfigMap": (("data", "string"), ("binaryData", "[]uint8")),
+    "Secret": (("data", "[]uint8"), ("stringData", "string")),
+}
+
+
+def _type_error(value: Any, field: str, go_type: str) -> str:
+    """Go's encoding/json error for a value it cannot store in a struct field."""
+    return (
+        f"json: cannot unmarshal {gojson.type_name(value)} into Go struct field "
+        f"{field} of type {go_type}"
+    )
+
+
+def _map_error(value: Any, field: str, value_type: str) -> str | None:
+    """Go's error for a map of strings (or of base64 bytes) that is not one, if
+    it is not (a null, as a null value, is Go's zero)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        return _type_error(value, field, f"map[string]{value_type}")
+    for item in value.values():
+        if item is not None and not isinstance(item, str):
+            return _type_error(item, field, value_type)
+    return None

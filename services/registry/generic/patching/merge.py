@@ -7,11 +7,15 @@ them, and understands kube's directives: `$patch: replace|delete`,
 `$retainKeys`, `$deleteFromPrimitiveList/<list>` and `$setElementOrder/<list>`.
 The merge keys are read off the kind's schema (x-kubernetes-patch-merge-key and
 -strategy, as clients read them off the OpenAPI).
+
+A patch is read as deep as Go reads JSON (10,000 levels, refused past them in
+Go's words); JSON and merge patches are applied without recursion
+(documents.py), and a strategic merge patch recurses only as deep as the
+object it merges into, plus _FRESH_DEPTH levels of what it adds.
 """
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +23,9 @@ import jsonpatch
 import jsonpointer
 import orjson
 
-from strata.api import errors
+from services.registry.generic.patching import documents
+from strata.api import deep_json, errors
+from strata.api.deep_json import Style
 from strata.api.errors import StatusError
 from strata.api.patch_types import JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH
 from strata.api.schemas import OBJECT_META
@@ -81,28 +87,57 @@ def _unprocessable(message: str) -> StatusError:
     )
 
 
-def _decoded(patch: bytes) -> Any:
+def _decoded(patch: bytes, content_type: str) -> Any:
+    """The patch, or kube's 400: Go's words past its nesting depth (a strategic
+    merge patch's without a prefix)."""
     try:
-        return orjson.loads(patch)
+        return deep_json.loads(patch)
+    except deep_json.NestingError as e:
+        prefix = "" if content_type == STRATEGIC_MERGE_PATCH else "error decoding patch: "
+        raise errors.bad_request(f"{prefix}{e}") from None
     except orjson.JSONDecodeError as e:
         raise errors.bad_request(f"error decoding patch: {e}") from None
 
 
-def merge_patch(original: Any, patch: Any) -> Any:
-    """RFC 7386: maps merge, null deletes, anything else replaces."""
-    if not isinstance(patch, dict):
-        return patch
-    result = dict(original) if isinstance(original, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
+# How deep a strategic merge patch's values are merged by recursion: a value
+# added deeper has only its nulls and directives dropped, with a stack.
+_FRESH_DEPTH = 50
+_DIRECTIVES = (_PATCH, _RETAIN_KEYS)
+_DIRECTIVE_PREFIXES = (_DELETE_FROM, _ORDER)
+
+
+def _stripped(value: Any) -> Any:
+    """A value added deep in a strategic merge patch: without its maps' nulls
+    and directives (kube's removeDirectives), walked with a stack."""
+    root = value = dict(value) if isinstance(value, dict) else list(value)
+    work = [value]
+    while work:
+        node = work.pop()
+        if isinstance(node, dict):
+            for key in list(node):
+                item = node[key]
+                if item is None or key in _DIRECTIVES or key.startswith(_DIRECTIVE_PREFIXES):
+                    del node[key]
+                elif isinstance(item, dict | list):
+                    item = node[key] = dict(item) if isinstance(item, dict) else list(item)
+                    work.append(item)
         else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
+            for i, item in enumerate(node):
+                if isinstance(item, dict | list):
+                    item = node[i] = dict(item) if isinstance(item, dict) else list(item)
+                    work.append(item)
+    return root
+
+
+def _fresh(value: Any, path: str, rules: MergeRules, depth: int) -> Any:
+    """A map the original does not have, as the patch gives it."""
+    if depth > _FRESH_DEPTH:
+        return _stripped(value)
+    return _merge_map({}, value, path, rules, depth)
 
 
 def _merge_map(
-    original: dict[str, Any], patch: dict[str, Any], path: str, rules: MergeRules
+    original: dict[str, Any], patch: dict[str, Any], path: str, rules: MergeRules, depth: int = 0
 ) -> dict[str, Any]:
     directive = patch.get(_PATCH)
     if directive == "replace":
@@ -124,11 +159,11 @@ def _merge_map(
         if value is None:
             result.pop(key, None)
         elif isinstance(value, dict) and isinstance(result.get(key), dict):
-            result[key] = _merge_map(result[key], value, child, rules)
+            result[key] = _merge_map(result[key], value, child, rules, depth + 1)
         elif isinstance(value, list):
-            result[key] = _merge_list(result.get(key), value, child, rules)
+            result[key] = _merge_list(result.get(key), value, child, rules, depth + 1)
         elif isinstance(value, dict):
-            result[key] = _merge_map({}, value, child, rules)
+            result[key] = _fresh(value, child, rules, depth + 1)
         else:
             result[key] = value
     for key, order in patch.items():
@@ -144,13 +179,20 @@ def _merge_map(
     return result
 
 
-def _merge_list(original: Any, patch: list[Any], path: str, rules: MergeRules) -> list[Any]:
+def _merge_list(
+    original: Any, patch: list[Any], path: str, rules: MergeRules, depth: int
+) -> list[Any]:
     items = list(original) if isinstance(original, list) else []
     if path in rules.sets:
         return items + [v for v in patch if v not in items]
     key = rules.keys.get(path)
     if key is None:
-        return [_merge_map({}, v, f"{path}[]", rules) if isinstance(v, dict) else v for v in patch]
+        if depth > _FRESH_DEPTH:
+            stripped: list[Any] = _stripped(patch)
+            return stripped
+        return [
+            _fresh(v, f"{path}[]", rules, depth + 1) if isinstance(v, dict) else v for v in patch
+        ]
     if any(isinstance(v, dict) and v.get(_PATCH) == "replace" for v in patch):
         return [v for v in patch if not (isinstance(v, dict) and _PATCH in v)]
     for entry in patch:
@@ -163,9 +205,9 @@ def _merge_list(original: Any, patch: list[Any], path: str, rules: MergeRules) -
             if at is not None:
                 del items[at]
         elif at is None:
-            items.append(_merge_map({}, entry, f"{path}[]", rules))
+            items.append(_fresh(entry, f"{path}[]", rules, depth + 1))
         else:
-            items[at] = _merge_map(items[at], entry, f"{path}[]", rules)
+            items[at] = _merge_map(items[at], entry, f"{path}[]", rules, depth + 1)
     return items
 
 
@@ -188,30 +230,60 @@ def strategic_merge_patch(
     return _merge_map(original, patch, "", rules)
 
 
-def apply(content_type: str, document: Obj, patch: bytes, rules: MergeRules = NO_RULES) -> Obj:
+@dataclass(frozen=True)
+class Applied:
+    """A patch applied: the patched object and how kube writes its maps (a
+    JSON or merge patch's; documents.Patched), and the patch as decoded."""
+
+    obj: Obj
+    styles: dict[int, Style]
+    patch: Any
+
+
+def _json_patch(document: Obj, operations: Any) -> documents.Patched:
+    if not isinstance(operations, list):
+        raise errors.bad_request(
+            "json: cannot unmarshal object into Go value of type jsonpatch.Patch"
+        )
+    try:
+        return documents.json_patch(document, operations)
+    except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as e:
+        raise _unprocessable(str(e)) from None
+    except (TypeError, KeyError, AttributeError) as e:
+        raise errors.bad_request(f"invalid JSON patch: {e}") from None
+
+
+def applied(
+    content_type: str, document: Obj, patch: bytes, rules: MergeRules = NO_RULES
+) -> Applied:
     """document with patch applied as content_type says (a strategic merge
     patch merging lists as rules say), document itself left as it was; 400 for
     a patch that cannot be read, 422 for one that cannot be applied."""
-    if content_type == JSON_PATCH:
-        operations = _decoded(patch)
-        if not isinstance(operations, list):
-            raise errors.bad_request(
-                "json: cannot unmarshal object into Go value of type jsonpatch.Patch"
-            )
-        try:
-            patched = jsonpatch.JsonPatch(operations).apply(copy.deepcopy(document))
-        except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as e:
-            raise _unprocessable(str(e)) from None
-        except (TypeError, KeyError, AttributeError) as e:
-            raise errors.bad_request(f"invalid JSON patch: {e}") from None
-    elif content_type == MERGE_PATCH:
-        patched = merge_patch(document, _decoded(patch))
-    elif content_type == STRATEGIC_MERGE_PATCH:
-        patched = strategic_merge_patch(document, _decoded(patch), rules)
-    else:  # the gateway lets no other type through
+    if content_type not in (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH):
+        # The gateway lets no other type through.
         raise StatusError(
             code=415, reason="UnsupportedMediaType", message="415: Unsupported Media Type"
         )
-    if not isinstance(patched, dict):
+    decoded = _decoded(patch, content_type)
+    styles: dict[int, Style] = {}
+    try:
+        if content_type == JSON_PATCH:
+            patched = _json_patch(document, decoded)
+            result, styles = patched.obj, patched.styles
+        elif content_type == STRATEGIC_MERGE_PATCH:
+            result = strategic_merge_patch(document, decoded, rules)
+        elif isinstance(decoded, dict):
+            patched = documents.merge_patch(document, decoded)
+            result, styles = patched.obj, patched.styles
+        else:  # a merge patch that is no object replaces the document
+            result = decoded
+    except RecursionError:  # a comparison of values nested past Python's recursion
+        raise _unprocessable("the patch nests its values too deeply to apply") from None
+    if not isinstance(result, dict):
         raise _unprocessable("the patched object is not a JSON object")
-    return patched
+    return Applied(result, styles, decoded)
+
+
+def apply(content_type: str, document: Obj, patch: bytes, rules: MergeRules = NO_RULES) -> Obj:
+    """The object applied() makes."""
+    return applied(content_type, document, patch, rules).obj
