@@ -92,6 +92,7 @@ def main() -> None:
 
 # The most one request line or header may be.
 MAX_HEADER_BYTES = 64 * 1024
+HEADER_TIMEOUT_SECONDS = 32.0
 
 
 def _runner(app: web.Application) -> web.AppRunner:
@@ -113,6 +114,10 @@ def _runner(app: web.Application) -> web.AppRunner:
         # per header (and by the count of headers) rather than in all.
         max_line_size=MAX_HEADER_BYTES,
         max_field_size=MAX_HEADER_BYTES,
+        # kube's ReadHeaderTimeout: a connection that has not sent a whole
+        # request's headers in 32 s (idle, or a slow client holding partial
+        # headers) is closed, so such connections cannot pile up.
+        keepalive_timeout=HEADER_TIMEOUT_SECONDS,
     )
 
 

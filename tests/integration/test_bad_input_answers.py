@@ -7,12 +7,16 @@ request leaves etcd as it was, and the system still answers /readyz."""
 
 from __future__ import annotations
 
+import asyncio
+import ssl
+import urllib.parse
 from typing import Any
 
 import aiohttp
 import orjson
 import pytest
 
+from strata.dev import System
 from strata.etcd import Etcd
 from tests.support.registry_tester import answer, configmap, new_namespace, refused
 
@@ -317,3 +321,24 @@ async def test_large_headers_pass_as_kube_lets_them(http: aiohttp.ClientSession)
         assert (await refused_answer.json())["reason"] == "Unauthorized"
     async with http.get("/readyz") as response:
         assert response.status == 200
+
+
+async def test_a_connection_holding_partial_headers_is_closed(system: System) -> None:
+    """kube's ReadHeaderTimeout (32 s): a client that sends part of a request's
+    headers and waits is disconnected, with no answer, instead of holding its
+    connection (and a file of the gateway's) for ever; others are served meanwhile."""
+    assert system.endpoints is not None
+    url = urllib.parse.urlsplit(system.endpoints.gateway)
+    context = ssl.create_default_context(cafile=str(system.ca_file))
+    reader, writer = await asyncio.open_connection(
+        url.hostname, url.port, ssl=context, server_hostname=url.hostname
+    )
+    try:
+        writer.write(b"GET /readyz HTTP/1.1\r\nHost: strata\r\n")
+        await writer.drain()
+        # Well past 32 s, well short of aiohttp's own 75 s idle timeout.
+        async with asyncio.timeout(60):
+            answered = await reader.read()
+        assert answered == b""  # closed, having said nothing
+    finally:
+        writer.close()
