@@ -46,19 +46,29 @@ def flag(parser: argparse.ArgumentParser, name: str, env: str, default: str, hel
     )
 
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
+_SCALE = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+# The units a flag's duration may have.
+_FLAG_UNITS = frozenset({"ms", "s", "m", "h"})
 
 
-def parse_duration(text: str) -> float:
-    """Seconds in a Go-style duration ("5m", "1h30m", "250ms", "45s"); "0" is 0."""
-    text = text.strip()
-    if text in ("0", ""):
-        return 0.0
-    scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-    parts = _DURATION.findall(text)
-    if not parts or "".join(n + u for n, u in parts) != text:
+def parse_duration(text: str, *, go: bool = False) -> float:
+    """Seconds in a Go-style duration ("5m", "1h30m", "250ms", "45s"); for a
+    flag "0" (and "") is 0. go: as a configuration file's metav1.Duration
+    (a leading "-", and ns, us and µs too; a unit always)."""
+    if not go:
+        text = text.strip()
+        if text in ("0", ""):
+            return 0.0
+    sign, digits = (-1.0, text[1:]) if go and text.startswith("-") else (1.0, text)
+    parts = _DURATION.findall(digits)
+    if (
+        not parts
+        or "".join(n + u for n, u in parts) != digits
+        or (not go and any(unit not in _FLAG_UNITS for _, unit in parts))
+    ):
         raise ValueError(f"invalid duration {text!r}: use for example 30s, 5m or 1h")
-    return sum(float(number) * scale[unit] for number, unit in parts)
+    return sign * sum(float(number) * _SCALE[unit] for number, unit in parts)
 
 
 def tls_flags(parser: argparse.ArgumentParser, service: str) -> None:

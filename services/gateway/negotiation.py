@@ -252,16 +252,6 @@ async def body_as_json(content_type: str, body: bytes, into: tuple[str, str] = (
     raise unsupported_body()
 
 
-def _summary(body: bytes) -> str:
-    """kube's summarizeData: the first 30 bytes, as text for a JSON object,
-    else in hex, and " ..." when there are more."""
-    if not body:
-        return "<empty>"
-    shown = body[:30]
-    text = shown.decode(errors="replace") if body[:1] == b"{" else shown.hex()
-    return text + " ..." if len(body) > 30 else text
-
-
 def _undecodable_yaml(problem: str, body: bytes, kind: str) -> errors.StatusError:
     """kube's 400 for a YAML document go-yaml refuses as a whole (its aliases):
     an object's body as its decoder words it (with the body's first bytes), an
@@ -270,7 +260,7 @@ def _undecodable_yaml(problem: str, body: bytes, kind: str) -> errors.StatusErro
         return errors.bad_request(f"error decoding YAML: error converting YAML to JSON: {problem}")
     return errors.bad_request(
         f"the object provided is unrecognized (must be of type {kind}): "
-        f"{problem} ({_summary(body)})"
+        f"{problem} ({errors.summarize_data(body)})"
     )
 
 

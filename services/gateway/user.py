@@ -12,6 +12,8 @@ from typing import Any
 from aiohttp import web
 
 AUTHENTICATED = "system:authenticated"
+# kube's user.SystemPrivilegedGroup: allowed everything, throttled by nothing.
+SUPERUSER_GROUP = "system:masters"
 UNAUTHENTICATED = "system:unauthenticated"
 ANONYMOUS_NAME = "system:anonymous"
 # Extra: (key, values) pairs in key order, so that a User stays hashable and

@@ -183,6 +183,20 @@ def invalid(kind: str, name: str, causes: list[Cause], group: str = "") -> Statu
     )
 
 
+# How much of a body kube's summarizeData shows.
+_SUMMARY_BYTES = 30
+
+
+def summarize_data(body: bytes) -> str:
+    """kube's summarizeData, as its decoding errors quote a body: the first 30
+    bytes, as text for a JSON object, else in hex, and " ..." when there are more."""
+    if not body:
+        return "<empty>"
+    shown = body[:_SUMMARY_BYTES]
+    text = shown.decode(errors="replace") if body[:1] == b"{" else shown.hex()
+    return text + " ..." if len(body) > _SUMMARY_BYTES else text
+
+
 def bad_request(message: str) -> StatusError:
     return StatusError(code=400, reason="BadRequest", message=message, bare=True)
 

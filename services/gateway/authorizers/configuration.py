@@ -9,7 +9,6 @@ match conditions (conditions.py). What it gives is the chain modes.py builds.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from services.gateway.authorizers import Decision
 from services.gateway.authorizers.conditions import MAX_CONDITIONS, Conditions
 from services.gateway.authorizers.webhook import WebhookOptions, go_duration
 from services.gateway.field_errors import Problems
+from strata import service
 from strata.api import names
 
 GROUP = "apiserver.config.k8s.io"
@@ -142,20 +142,15 @@ def read(text: str) -> dict[str, Any]:
 
 # --- checking it ---------------------------------------------------------------------
 
-_DURATION = re.compile(r"^(-?)((?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+)$")
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
 
 def _seconds(value: Any) -> float:
     """A metav1.Duration's seconds ("3s", "1m30s", "-1s"; absent is 0)."""
     if value is None or value == 0:
         return 0.0
-    matched = _DURATION.match(str(value))
-    if not matched:
-        raise ConfigError(f'{_LOAD}time: invalid duration "{value}"')
-    parts = re.findall(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)", matched.group(2))
-    total = sum(float(n) * _UNITS[u] for n, u in parts)
-    return -total if matched.group(1) else total
+    try:
+        return service.parse_duration(str(value), go=True)
+    except ValueError:
+        raise ConfigError(f'{_LOAD}time: invalid duration "{value}"') from None
 
 
 def _ttl(given: dict[str, Any], key: str, at: str, default: float, problems: Problems) -> float:
@@ -304,11 +299,20 @@ def _check_names(configured: list[Authorizer]) -> None:
         raise ConfigError(wrong[0] if len(wrong) == 1 else "[" + ", ".join(wrong) + "]")
 
 
-def load(path: Path) -> tuple[Authorizer, ...]:
-    """The authorizers the file at path configures (ConfigError in kube's words)."""
+def read_file(path: Path) -> bytes:
+    """The file's bytes (ConfigError in kube's words when it cannot be read)."""
     try:
-        text = path.read_text()
+        return path.read_bytes()
     except OSError as e:
         reason = (e.strerror or str(e)).lower()
         raise ConfigError(f"open {path}: {reason}") from None
-    return parse(read(text))
+
+
+def authorizers_of(data: bytes) -> tuple[Authorizer, ...]:
+    """The authorizers a file's bytes configure (ConfigError in kube's words)."""
+    return parse(read(data.decode(errors="replace")))
+
+
+def load(path: Path) -> tuple[Authorizer, ...]:
+    """The authorizers the file at path configures (ConfigError in kube's words)."""
+    return authorizers_of(read_file(path))

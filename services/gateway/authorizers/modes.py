@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -147,12 +146,13 @@ class Configured:
         # Webhooks a reload replaced, and when.
         self._retired: list[tuple[float, Webhook]] = []
         self._config_file = options.config_file
+        # The configuration file's bytes as last read.
         self._seen = b""
         self._watching: asyncio.Task[None] | None = None
         self._started = False
         if options.config_file is not None:
-            text = self._read_config()
-            chain = self._built(structured.parse(structured.read(text)))
+            self._seen = structured.read_file(options.config_file)
+            chain = self._built(structured.authorizers_of(self._seen))
         else:
             chain = self._from_flags(options)
         self.authorizer = Union(chain)
@@ -202,16 +202,6 @@ class Configured:
                 raise ModeError(f"invalid authorization config: {e}") from None
         return chain
 
-    def _read_config(self) -> str:
-        assert self._config_file is not None
-        try:
-            data = self._config_file.read_bytes()
-        except OSError as e:
-            reason = (e.strerror or str(e)).lower()
-            raise structured.ConfigError(f"open {self._config_file}: {reason}") from None
-        self._seen = hashlib.sha256(data).digest()
-        return data.decode(errors="replace")
-
     def start(self) -> None:
         self._started = True
         if self._reflected is not None:
@@ -231,18 +221,17 @@ class Configured:
     async def _reload(self) -> None:
         assert self._config_file is not None
         try:
-            data = await asyncio.to_thread(self._config_file.read_bytes)
-        except OSError as e:
+            data = await asyncio.to_thread(structured.read_file, self._config_file)
+        except structured.ConfigError as e:
             log.error("reloading authorization config", error=str(e))
             return
-        digest = hashlib.sha256(data).digest()
-        if digest == self._seen:
+        if data == self._seen:
             return
-        self._seen = digest
+        self._seen = data
         retired = self._webhooks
         self._webhooks = []
         try:
-            chain = self._built(structured.parse(structured.read(data.decode(errors="replace"))))
+            chain = self._built(structured.authorizers_of(data))
         except (structured.ConfigError, ModeError) as e:
             for webhook in self._webhooks:
                 await webhook.close()

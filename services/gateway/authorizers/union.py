@@ -21,9 +21,7 @@ from services.gateway.authorizers import (
     Rules,
     aggregate,
 )
-from services.gateway.user import User
-
-SUPERUSER_GROUP = "system:masters"
+from services.gateway.user import SUPERUSER_GROUP, User
 
 
 class Union:

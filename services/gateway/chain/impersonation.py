@@ -40,6 +40,7 @@ from services.gateway.user import (
     ANONYMOUS_NAME,
     AUTHENTICATED,
     REQUESTOR,
+    SUPERUSER_GROUP,
     UNAUTHENTICATED,
     USER,
     User,
@@ -56,7 +57,6 @@ USER_HEADER, UID_HEADER, GROUP_HEADER = "Impersonate-User", "Impersonate-Uid", "
 EXTRA_PREFIX = "impersonate-extra-"
 AUTHENTICATION = "authentication.k8s.io"
 NODE_PREFIX = "system:node:"
-MASTERS = "system:masters"
 # kube's threshold past which one wildcard check is tried before many.
 MANY_CHECKS = 4
 # kube's count of requestors whose last successful mode is remembered.
@@ -197,9 +197,9 @@ class Mode:
         if self.constrained:
             if "" in groups:
                 raise forbidden(check, "impersonating the empty string group is not allowed")
-            if MASTERS in groups:
+            if SUPERUSER_GROUP in groups:
                 raise forbidden(
-                    check._replace(name=MASTERS),
+                    check._replace(name=SUPERUSER_GROUP),
                     "impersonating the system:masters group is not allowed",
                 )
             if len(groups) >= MANY_CHECKS and await checks.allowed(check._replace(name="*")):

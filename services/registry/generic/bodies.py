@@ -38,7 +38,6 @@ _TYPE_META = (
     'struct { APIVersion string "json:\\"apiVersion,omitempty\\""; '
     'Kind string "json:\\"kind,omitempty\\"" }'
 )
-_SUMMARY_BYTES = 30
 # Bodies up to this size get Go's exact syntax error (see _syntax_error).
 _SCAN_LIMIT = 16 * 1024
 _SCHEME = "pkg/api/legacyscheme/scheme.go:30"
@@ -67,19 +66,10 @@ def scheme_of(resources: Iterable[Resource], internal: Mapping[str, str]) -> Sch
     return Scheme(kinds=kinds, internal=internal)
 
 
-def _summary(body: bytes) -> str:
-    """kube's summarizeData: the first bytes as text for an object, else hex."""
-    if not body:
-        return "<empty>"
-    shown = body[:_SUMMARY_BYTES]
-    text = shown.decode(errors="replace") if body[:1] == b"{" else shown.hex()
-    return text + " ..." if len(body) > _SUMMARY_BYTES else text
-
-
 def _unrecognized(resource: Resource, body: bytes, problem: str) -> errors.StatusError:
     return errors.bad_request(
         f"the object provided is unrecognized (must be of type {resource.kind}): "
-        f"couldn't get version/kind; json parse error: {problem} ({_summary(body)})"
+        f"couldn't get version/kind; json parse error: {problem} ({errors.summarize_data(body)})"
     )
 
 
