@@ -22,7 +22,7 @@ def pipeline_error(error: grpc.aio.AioRpcError | None) -> StatusError:
     """What the calls waiting on a broken (error) or closed (None) stream get."""
     if error is not None:
         return status_from_rpc_error(error)
-    return service_unavailable("registry unavailable: the registry pipeline closed")
+    return service_unavailable("registry unavailable: the registry pipeline closed", 1)
 
 
 class RegistryClient:

@@ -26,6 +26,13 @@ _CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
 ]
+# A service that restarted is reached again within a couple of seconds: gRPC's
+# own reconnect backoff grows to two minutes, far longer than a restart takes.
+RECONNECT_OPTIONS = [
+    ("grpc.initial_reconnect_backoff_ms", 200),
+    ("grpc.min_reconnect_backoff_ms", 200),
+    ("grpc.max_reconnect_backoff_ms", 2000),
+]
 
 
 T = TypeVar("T")
@@ -119,7 +126,7 @@ def connect(address: str, identity: tls.Identity, contract: str) -> grpc.aio.Cha
     channel = grpc.aio.secure_channel(
         address,
         tls.channel_credentials(identity),
-        options=[*_CHANNEL_OPTIONS, *tls.channel_options(contract)],
+        options=[*_CHANNEL_OPTIONS, *RECONNECT_OPTIONS, *tls.channel_options(contract)],
     )
     return telemetry.traced_channel(channel)
 

@@ -177,7 +177,7 @@ class _Stream:
             self._outgoing.put_nowait(registry_pb2.WatchStreamRequest(cancel=watch_id))
 
     async def _read(self) -> None:
-        failure: StatusError = errors.service_unavailable("the registry ended the watch stream")
+        failure: StatusError = errors.service_unavailable("the registry ended the watch stream", 1)
         try:
             async for message in self._call:
                 for frame in message.frames:

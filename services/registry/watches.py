@@ -14,6 +14,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from dataclasses import dataclass
 
 from services.registry.generic.options import Rendering
+from services.registry.generic.storage_errors import status_of
 from services.registry.generic.store import Store
 from services.registry.generic.watching import WatchItem
 from strata import telemetry
@@ -55,6 +56,11 @@ class _Session:
     def __init__(self, storage: WatchStreamCall, target: Target) -> None:
         self.storage = storage
         self._target = target
+        # Whether the storage stream connected: a watch is started only on a
+        # stream that did, and refused with the storage's error (503 when it is
+        # away) on one that did not, so a client backs off instead of seeing
+        # its watch end at once and opening it again.
+        self._connected = asyncio.ensure_future(storage.connected())
         self.routes: dict[int, Route] = {}
         # One instance per distinct route, so relaying groups watches by identity.
         self._interned: dict[Route, Route] = {}
@@ -70,6 +76,12 @@ class _Session:
             route, key, options = await self._target(opened.watch)
         except StatusError as e:
             self.put(Frame(ids=[opened.id], refused=e.to_json()))
+            return
+        try:
+            await asyncio.shield(self._connected)
+        except StorageError as e:
+            refusal = status_of(e, route.store.resource)
+            self.put(Frame(ids=[opened.id], refused=refusal.to_json()))
             return
         self.routes[opened.id] = self._interned.setdefault(route, route)
         self.storage.open(opened.id, key, options)
@@ -106,6 +118,10 @@ class _Session:
                     group = groups[id(route)] = (route, [])
                 group[1].append(watch_id)
         return groups.values()
+
+    def close(self) -> None:
+        self._connected.cancel()
+        self.storage.close()
 
     def end_all(self) -> None:
         """End every open watch cleanly: its client resumes from its last event."""
@@ -162,4 +178,4 @@ async def serve_watches(
     finally:
         for task in tasks:
             task.cancel()
-        session.storage.close()
+        session.close()

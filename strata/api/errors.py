@@ -269,7 +269,11 @@ def too_many_requests(message: str, retry_after_seconds: int = 1) -> StatusError
     return _retry_later(429, "TooManyRequests", message, retry_after_seconds)
 
 
-def service_unavailable(message: str) -> StatusError:
+def service_unavailable(message: str, retry_after_seconds: int | None = None) -> StatusError:
+    """kube's NewServiceUnavailable; with retry_after_seconds (a dependency that
+    is away: storage, the registry) it also asks the client to come back then."""
+    if retry_after_seconds is not None:
+        return _retry_later(503, "ServiceUnavailable", message, retry_after_seconds)
     return StatusError(code=503, reason="ServiceUnavailable", message=message, bare=True)
 
 

@@ -68,5 +68,5 @@ def status_of(failed: registry_pb2.Failure) -> StatusError:
 def _undescribed(code: grpc.StatusCode, details: str | None) -> StatusError:
     """A failure that carries no Status (the registry unreachable, or a bug)."""
     if code == grpc.StatusCode.UNAVAILABLE:
-        return service_unavailable(f"registry unavailable: {details}")
+        return service_unavailable(f"registry unavailable: {details}", 1)
     return internal(f"registry call failed: {code.name}: {details}")

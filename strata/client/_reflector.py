@@ -33,6 +33,10 @@ INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 MIN_WATCH_TIMEOUT_SECONDS = 300
 # A watch that lasted this long resets the backoff.
 HEALTHY_SECONDS = 60.0
+# client-go's "very short watch": one that ended within this time without an
+# event is taken as a failure and waits a backoff, so a server that ends every
+# watch at once (a dependency away) is not asked again in a tight loop.
+SHORT_WATCH_SECONDS = 1.0
 
 
 class ListerWatcher(Protocol):
@@ -153,6 +157,7 @@ class Reflector:
         """One watch from the last resourceVersion, until the server ends it.
         initial: this is a watch-list, whose first events are the current state."""
         self.watches += 1
+        began, received = time.monotonic(), 0
         collected: list[Obj] | None = [] if initial else None
         events = self.client.watch(
             **self._scope,
@@ -165,6 +170,7 @@ class Reflector:
             resource_version_match="NotOlderThan" if initial else "",
         )
         async for event in events:
+            received += 1
             obj = event.object
             if collected is not None:
                 if event.type == "ADDED":
@@ -189,6 +195,11 @@ class Reflector:
             self.last_sync_resource_version = _rv(obj) or self.last_sync_resource_version
         if collected is not None:
             raise _WatchListUnsupported("the watch ended before its initial events did")
+        if not received and time.monotonic() - began < SHORT_WATCH_SECONDS:
+            raise _ShortWatch(
+                f"very short watch: {self.client.resource.resource}: Unexpected watch close"
+                " - watch lasted less than a second and no items received"
+            )
 
     async def run(self) -> None:
         """List and watch until cancelled (see the module docstring)."""
@@ -225,7 +236,9 @@ class Reflector:
                     attempt = 0
                 delay = backoff(attempt, base=0.8, cap=self.max_backoff)
                 attempt += 1
-                expected = isinstance(e, ApiError | aiohttp.ClientError | TimeoutError | OSError)
+                expected = isinstance(
+                    e, ApiError | aiohttp.ClientError | TimeoutError | OSError | _ShortWatch
+                )
                 log.log(
                     logging.INFO if expected else logging.ERROR,
                     "list/watch failed (%r); again in %.1fs",
@@ -238,3 +251,7 @@ class Reflector:
 
 class _WatchListUnsupported(Exception):
     pass
+
+
+class _ShortWatch(Exception):
+    """A watch ended at once with nothing in it: waited out like a failure."""

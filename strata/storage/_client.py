@@ -91,6 +91,14 @@ class WatchStreamCall:
     def cancel(self, watch_id: int) -> None:
         self._outgoing.put_nowait(storage_pb2.WatchStreamRequest(cancel=watch_id))
 
+    async def connected(self) -> None:
+        """Returns once the stream reaches the storage; raises the storage error
+        (Unavailable when nothing answers) if it cannot."""
+        try:
+            await self._call.wait_for_connection()
+        except grpc.aio.AioRpcError as e:
+            raise restore(e) from None
+
     async def frames(self) -> AsyncIterator[Sequence[storage_pb2.WatchFrame]]:
         """Batches of frames until the stream ends; a broken stream raises the
         storage error it stands for."""

@@ -286,3 +286,32 @@ async def test_watch_list_falls_back_to_a_list() -> None:
     async with listed(reflector, fifo):
         assert lister.refused == 1 and lister.lists == 2 and len(fifo) == 1
         assert not reflector.use_watch_list  # not asked again
+
+
+class _EndsAtOnce(_FlakyLister):
+    """A server whose every watch ends at once and empty (its storage away)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lists = 1
+        self.watched = 0
+
+    async def watch(self, namespace: str | None = None, **_: Any) -> AsyncIterator[WatchEvent]:
+        self.watched += 1
+        return
+        yield WatchEvent("ADDED", {})  # an async generator that yields nothing
+
+
+async def test_a_very_short_watch_waits_a_backoff() -> None:
+    """client-go's rule: a watch that ended within a second with no event is a
+    failure, so the reflector backs off instead of watching again at once."""
+    fifo, lister = DeltaFIFO(), _EndsAtOnce()
+    reflector = Reflector(lister, fifo, namespace="a", max_backoff=0.2)
+    task = asyncio.create_task(reflector.run())
+    await asyncio.sleep(1.0)
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    # Without the rule it would watch thousands of times a second; with it each
+    # watch waits up to 0.2 s (jittered from 0).
+    assert 2 <= lister.watched <= 200, lister.watched

@@ -48,7 +48,7 @@ def status_of(error: StorageError, resource: Resource, name: str = "") -> Status
     if isinstance(error, CorruptObject):
         return errors.internal(f"cannot read {r.name} {name!r} ({error.key}): {error.message}")
     if isinstance(error, Unavailable):
-        return errors.service_unavailable(f"storage is unavailable: {error.message}")
+        return errors.service_unavailable(f"storage is unavailable: {error.message}", 1)
     return errors.internal(error.message)
 
 

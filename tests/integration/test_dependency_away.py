@@ -1,0 +1,100 @@
+"""A dependency away answers 503 with Retry-After, not an empty watch or a 500.
+
+With the cacher (or the registry) killed, a watch that starts gets kube's
+ServiceUnavailable Status and a Retry-After of a second, so a client waits
+instead of opening it again at once; a list gets the same; the gateway stays
+live and answers within a second; and once the process is back, the same
+requests succeed within seconds (gRPC's own reconnect backoff would wait up to
+two minutes)."""
+
+from __future__ import annotations
+
+import json
+import ssl
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+
+from strata.dev import System
+
+WATCH = "/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=1"
+LIST = "/api/v1/namespaces/default/configmaps"
+
+
+@pytest.fixture(scope="module")
+def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[System]:
+    system = System(tmp_path_factory.mktemp("dependency-away"), gateway_port=0)
+    system.start()
+    try:
+        yield system
+    finally:
+        system.stop()
+
+
+def _get(system: System, path: str) -> tuple[int, dict[str, str], bytes, float]:
+    assert system.endpoints is not None
+    request = urllib.request.Request(
+        system.endpoints.gateway + path, headers={"Authorization": f"Bearer {system.admin_token}"}
+    )
+    context = ssl.create_default_context(cafile=str(system.ca_file))
+    began = time.monotonic()
+    try:
+        with urllib.request.urlopen(request, context=context, timeout=10) as response:
+            body = response.read()
+            return response.status, dict(response.headers), body, time.monotonic() - began
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read(), time.monotonic() - began
+
+
+def _until_status(system: System, path: str, wanted: int, seconds: float = 10.0) -> float:
+    """Seconds until path answers wanted (fails the test past seconds)."""
+    began = time.monotonic()
+    while (status := _get(system, path)[0]) != wanted:
+        assert time.monotonic() - began < seconds, f"{path} still answers {status}"
+        time.sleep(0.2)
+    return time.monotonic() - began
+
+
+def _assert_unavailable(system: System, path: str, message: str) -> None:
+    status, headers, body, _ = _get(system, path)
+    assert (status, headers.get("Retry-After")) == (503, "1"), body
+    answer = json.loads(body)
+    assert answer["kind"] == "Status" and answer["reason"] == "ServiceUnavailable"
+    assert answer["code"] == 503 and answer["details"] == {"retryAfterSeconds": 1}
+    assert answer["message"].startswith(message), answer
+
+
+def _assert_live(system: System) -> None:
+    status, _, body, took = _get(system, "/livez")
+    assert (status, body) == (200, b"ok") and took < 1.0
+    status, _, _, took = _get(system, "/readyz")
+    assert status == 500 and took < 1.0
+
+
+@pytest.mark.parametrize(
+    ("killed", "message"),
+    [("cacher", "storage is unavailable"), ("registry", "registry unavailable")],
+)
+def test_a_watch_while_a_dependency_is_away_is_503(
+    system: System, killed: str, message: str
+) -> None:
+    assert _get(system, WATCH)[0] == 200
+    process = system.process(killed)
+    process.kill()
+    process.wait()
+    try:
+        # The first watch may still meet the stream that was open when the
+        # process died: that one ends with the same 503.
+        for _ in range(3):
+            _assert_unavailable(system, WATCH, "")
+        _assert_unavailable(system, WATCH, message)
+        _assert_unavailable(system, LIST, message)
+        _assert_live(system)
+    finally:
+        system.stop_one(killed)
+        system.start_one(killed)
+    assert _until_status(system, WATCH, 200) < 10.0
+    assert _get(system, LIST)[0] == 200
