@@ -463,3 +463,35 @@ async def test_repair_waits_before_releasing_a_leak(tiny: Tiny) -> None:
     assert ip in await allocations.ips.allocated()
     await repair.repair_once()
     assert ip not in await allocations.ips.allocated()
+
+
+async def test_ten_thousand_node_ports_are_refused_while_the_api_answers(
+    http: aiohttp.ClientSession, system_etcd: Etcd, namespace: str
+) -> None:
+    """kube v1.36 answers a NodePort Service of 10,000 ports (more than the
+    default range's 2,768) 500 "range is full" (in 10.6 s there); strata claims
+    them in one batch and keeps answering meanwhile: its managed fields and
+    checks of so large an object run off the registry's event loop."""
+    collection = f"/api/v1/namespaces/{namespace}/services"
+    before = await _allocated(system_etcd, "servicenodeports")
+    many = _named(service("ten-thousand", *range(1, 10_001)))
+    create = asyncio.create_task(http.post(collection, json=many))
+    slowest = 0.0
+    while not create.done():
+        began = asyncio.get_running_loop().time()
+        for path in ("/readyz", collection):
+            async with http.get(path) as response:
+                assert response.status == 200
+        slowest = max(slowest, asyncio.get_running_loop().time() - began)
+        await asyncio.sleep(0.1)
+    async with await create as response:
+        body = await response.json()
+    assert response.status == 500, body
+    message = "failed to allocate a nodePort: range is full"
+    assert body == {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": f"Internal error occurred: {message}", "reason": "InternalError",
+        "details": {"causes": [{"message": message}]}, "code": 500,
+    }  # fmt: skip
+    assert await _allocated(system_etcd, "servicenodeports") == before
+    assert slowest < 1.0

@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from services.registry.generic import warnings
+from services.registry.generic import offload, warnings
 from services.registry.generic.codec import Codec
 from services.registry.generic.namespace_lifecycle import Namespaces, require_namespace
 from services.registry.generic.storage_errors import interpreted
@@ -63,14 +63,16 @@ class Creator:
     async def create(self, namespace: str, body: bytes, dry_run: bool, field_manager: str) -> bytes:
         """The stored object, at the version served; with dry_run, what would
         have been stored (no resourceVersion)."""
-        obj, generate = self._new_object(namespace, body, field_manager)
+        obj, generate = await offload.run(
+            len(body), self._new_object, namespace, body, field_manager
+        )
         if self._guard is not None:  # as kube's, before a name is generated
             await self._guard.guard_create(obj)
         for attempt in range(_GENERATE_NAME_ATTEMPTS):
             if generate:
                 obj["metadata"]["name"] = names.generate_name(generate)
             try:
-                return await self._create_once(namespace, obj, dry_run)
+                return await self._create_once(namespace, obj, dry_run, len(body))
             except StatusError as e:
                 if (
                     not generate
@@ -105,12 +107,12 @@ class Creator:
         managed_fields.record_update(None, obj, field_manager, r.api_version, self._shapes)
         return obj, generate
 
-    async def _create_once(self, namespace: str, obj: Obj, dry_run: bool) -> bytes:
-        """obj validated and stored under the name it has now (a generated name
-        may be taken: AlreadyExists)."""
+    async def _create_once(self, namespace: str, obj: Obj, dry_run: bool, size: int) -> bytes:
+        """obj (made from a body of size bytes) validated and stored under the
+        name it has now (a generated name may be taken: AlreadyExists)."""
         r = self._resource
         metadata = obj["metadata"]
-        causes = self._strategy.validate(obj)
+        causes = await offload.run(size, self._strategy.validate, obj)
         if causes:
             raise errors.invalid(r.kind, metadata.get("name", ""), causes, r.group)
         if self._warning is not None:

@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from services.registry.generic import offload
 from services.registry.generic.codec import Codec
 from services.registry.generic.deletion import delete_if_finalized
 from services.registry.generic.storage_errors import interpreted
@@ -34,8 +35,9 @@ Obj = dict[str, Any]
 Build = Callable[[Obj], Obj]
 # The checks of a built object against the current one, which may still change
 # it (a strategy's PrepareForUpdate) and raise to refuse it; the Finish of what
-# the write began beyond its own key, if it began anything.
-Admit = Callable[[Obj, Obj], Awaitable[Finish | None]]
+# the write began beyond its own key, if it began anything. The third argument
+# is the size of the objects in bytes (services/registry/generic/offload.py).
+Admit = Callable[[Obj, Obj, int], Awaitable[Finish | None]]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,6 +48,8 @@ class UpdatedObjectInfo:
 
     build: Build
     resource_version: str = ""
+    # The bytes of the request's body, when it holds the whole new object.
+    size: int = 0
 
 
 async def update_loop(
@@ -70,9 +74,10 @@ async def update_loop(
     async def attempt(current: storage_pb2.Object) -> bytes | envelopes.Final:
         if info.resource_version and info.resource_version != str(current.resource_version):
             raise Conflict(current.key, "stale resourceVersion")
+        size = max(len(current.value), info.size)
         old = codec.loaded(current.value)
-        new = info.build(old)
-        finish = await admit(new, old)
+        new = await offload.run(size, info.build, old)
+        finish = await admit(new, old, size)
         if finish is not None:
             finishes.append(finish)
         if new == old:

@@ -39,7 +39,7 @@ def put_info(
     else:
         build = replacement(obj, namespace, name, namespaced=r.namespaced)
     requested = str(obj["metadata"].get("resourceVersion", ""))
-    return UpdatedObjectInfo(build=build, resource_version=requested)
+    return UpdatedObjectInfo(build=build, resource_version=requested, size=len(body))
 
 
 def replaced(obj: Obj, old: Obj, namespace: str, name: str, *, namespaced: bool) -> Obj:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.registry.generic import warnings
+from services.registry.generic import offload, warnings
 from services.registry.generic.codec import Codec
 from services.registry.generic.strategy import (
     Finish,
@@ -21,6 +21,7 @@ from services.registry.generic.strategy import (
 )
 from services.registry.generic.update import Admit
 from strata.api import errors, managed_fields
+from strata.api.errors import Cause
 
 Obj = dict[str, Any]
 
@@ -55,13 +56,17 @@ class UpdateChecks:
     def _object(self, name: str, field_manager: str, dry_run: bool, *, warn: bool) -> Admit:
         r = self._resource
 
-        async def admit(new: Obj, old: Obj) -> Finish | None:
-            self._codec.check_types(new)
-            if self._guard is not None:
-                await self._guard.guard_update(new, old)
+        def checked(new: Obj, old: Obj) -> list[Cause]:
             self._strategy.prepare_for_update(new, old)
             causes = self._strategy.validate_update(new, old)
             managed_fields.record_update(old, new, field_manager, r.api_version, self._shapes)
+            return causes
+
+        async def admit(new: Obj, old: Obj, size: int) -> Finish | None:
+            self._codec.check_types(new)
+            if self._guard is not None:
+                await self._guard.guard_update(new, old)
+            causes = await offload.run(size, checked, new, old)
             if causes:
                 raise errors.invalid(r.kind, name, causes, r.group)
             if warn and self._warning is not None:
@@ -78,7 +83,7 @@ class UpdateChecks:
         assert r.status is not None
         status = r.status
 
-        async def admit(new: Obj, old: Obj) -> Finish | None:
+        async def admit(new: Obj, old: Obj, size: int) -> Finish | None:
             self._codec.check_types(new)
             causes = status.validate_status_update(new, old)
             if causes:
@@ -90,7 +95,7 @@ class UpdateChecks:
     def _finalizers(self, name: str) -> Admit:
         r = self._resource
 
-        async def admit(new: Obj, old: Obj) -> Finish | None:
+        async def admit(new: Obj, old: Obj, size: int) -> Finish | None:
             causes = [
                 cause
                 for i, finalizer in enumerate(new["spec"]["finalizers"])
