@@ -17,7 +17,7 @@ from services.gateway.authenticators import flags as authentication_flags
 from services.gateway.authenticators.config import ConfigError
 from services.gateway.authenticators.static import TokenFileError, read_token_file
 from services.gateway.authorizers import modes as authorization_modes
-from services.gateway.chain import limits
+from services.gateway.chain import bodies, limits
 from services.gateway.identity import IdentityLease, advertise_address
 from strata import service, telemetry
 from strata.proto.registry.v1 import registry_pb2_grpc
@@ -118,6 +118,11 @@ def _runner(app: web.Application) -> web.AppRunner:
         # request's headers in 32 s (idle, or a slow client holding partial
         # headers) is closed, so such connections cannot pile up.
         keepalive_timeout=HEADER_TIMEOUT_SECONDS,
+        # A request answered before its body has all arrived (past the
+        # deadline, past the size limit, refused before it was read) has what
+        # else comes drained this long, then its connection closed (aiohttp's
+        # 10 s would hold a slow body's connection well past its deadline).
+        lingering_time=bodies.DRAIN_SECONDS,
     )
 
 

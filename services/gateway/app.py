@@ -22,7 +22,7 @@ from services.gateway.authorizers.always_allow import AlwaysAllow
 from services.gateway.authorizers.questions import Questions
 from services.gateway.authorizers.reviews import Reviewer
 from services.gateway.catalog import Catalog
-from services.gateway.chain import authentication, limits, timeouts
+from services.gateway.chain import authentication, bodies, limits, timeouts
 from services.gateway.chain.metrics import RequestMetrics
 from services.gateway.handlers import ResourceHandlers
 from services.gateway.handlers.discovery import Discovery
@@ -35,8 +35,6 @@ from services.gateway.openapi import OpenAPIv3
 from services.gateway.user import User
 from strata.registry_client import RegistryClient
 
-# kube's limit on request bodies.
-MAX_BODY_BYTES = 3 * 1024 * 1024
 KUBE_VERSION = ("1", "32")
 GIT_VERSION = f"v{KUBE_VERSION[0]}.{KUBE_VERSION[1]}.0-strata"
 
@@ -105,7 +103,7 @@ def build_app(
             ),
             auditor=auditor,
         ),
-        client_max_size=MAX_BODY_BYTES,
+        client_max_size=bodies.MAX_BODY_BYTES,
     )
     chain.install_hooks(app, auditor)
     if authn is not None:

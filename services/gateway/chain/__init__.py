@@ -15,7 +15,8 @@ as small steps, each one of kube-apiserver's filters:
 6. output negotiation (services/gateway/output.py), which the handlers also
    read for what they render themselves;
 7. in-flight limits (limits.py): 429 past them;
-8. timeouts (timeouts.py): 504 past the request's deadline.
+8. timeouts (timeouts.py): 504 past the request's deadline, a body still
+   arriving then answered and its connection closed (bodies.py).
 
 (kube starts its deadline before authentication, and counts a request in
 flight before authorizing it; strata's limits keep the places they had before
@@ -38,6 +39,7 @@ from services.gateway.chain import (
     audit,
     authentication,
     authorization,
+    bodies,
     impersonation,
     limits,
     status,
@@ -86,9 +88,11 @@ def middlewares(
 
 def install_hooks(app: web.Application, auditor: Auditor | None = None) -> None:
     """What the chain does to every response as it starts: its audit id (and
-    a long-running request's ResponseStarted event); and the audit log's
-    writer, started and stopped with the app."""
+    a long-running request's ResponseStarted event), and Connection: close
+    if its request's body has not all arrived; and the audit log's writer,
+    started and stopped with the app."""
     app.on_response_prepare.append(audit.audit_id)
+    app.on_response_prepare.append(bodies.close_unfinished)
     if auditor is not None:
         app.on_startup.append(auditor.start)
         app.on_cleanup.append(auditor.close)

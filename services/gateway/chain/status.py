@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from services.gateway import output, paths
+from services.gateway.chain import bodies
 from services.gateway.responses import status_response
 from strata import telemetry
 from strata.api import errors
@@ -30,7 +31,7 @@ async def render_status(request: web.Request, handler: Handler) -> web.StreamRes
     except StatusError as e:
         return _status(request, e)
     except web.HTTPRequestEntityTooLarge:
-        return _status(request, errors.too_large("the request body is too large"))
+        return bodies.refused(request, _status(request, bodies.too_large()))
     except web.HTTPNotFound:
         # No route: kube's REST container answers a Status for its own paths
         # (/api..., /version/...), Go's mux plain text for the rest.

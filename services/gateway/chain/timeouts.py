@@ -1,5 +1,6 @@
 """kube's request deadline: how long a request that is not a watch may take
-before it is answered 504 (`?timeout=` shortens it)."""
+before it is answered 504 (`?timeout=` shortens it), its body's arrival
+included (bodies.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
+from services.gateway.chain import bodies
 from services.gateway.chain.metrics import labels_of
 from strata.api import errors
 from strata.service import parse_duration
@@ -23,7 +25,9 @@ REQUEST_TIMEOUT_SECONDS = 60.0
 def timeouts(default_seconds: float = REQUEST_TIMEOUT_SECONDS) -> Middleware:
     """kube's request deadline: a request that is not a watch answers 504 once it
     has taken its time (?timeout=, a Go duration, or the default, whichever is
-    shorter; 0 or less: no limit). What it had set going may still finish."""
+    shorter; 0 or less: no limit). What it had set going may still finish.
+    A request whose body is still arriving then gets kube's timeout filter's
+    answer instead (its handler is stuck reading), and its connection closed."""
 
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -41,6 +45,8 @@ def timeouts(default_seconds: float = REQUEST_TIMEOUT_SECONDS) -> Middleware:
         except TimeoutError:
             if not deadline.expired():
                 raise
+            if bodies.arriving(request):
+                return bodies.timed_out()
             raise errors.StatusError(
                 code=504,
                 reason="Timeout",
