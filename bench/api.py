@@ -39,7 +39,7 @@ from bench._harness import (
     write_result,
 )
 from strata.dev import System
-from strata.etcd import Etcd, prefix_end
+from strata.etcd import prefix_end
 
 # About what a small ConfigMap weighs once stored.
 VALUE = orjson.dumps(
@@ -88,7 +88,7 @@ async def run_phase(
 
 async def bench(args: argparse.Namespace, system: System) -> dict[str, object]:
     assert system.endpoints is not None
-    etcd = Etcd(system.endpoints.etcd.removeprefix("http://"))
+    etcd = system.etcd_client()
     session = gateway_session(
         system.endpoints.gateway,
         system.ca_file,

@@ -29,6 +29,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._harness import quick_defaults, running_system, write_result
+from strata.dev import System
 from strata.etcd import Etcd
 
 NAMESPACE = "bench-informer"
@@ -134,11 +135,9 @@ async def _seed(etcd: Etcd, objects: int, version: str) -> None:
     await asyncio.gather(*(put(i) for i in range(objects)))
 
 
-def _measure(
-    kind: str, kubeconfig: Path, etcd_address: str, objects: int, round_: int
-) -> dict[str, float]:
+def _measure(kind: str, system: System, objects: int, round_: int) -> dict[str, float]:
     child = subprocess.Popen(
-        [sys.executable, __file__, "--client", kind, "--kubeconfig", str(kubeconfig),
+        [sys.executable, __file__, "--client", kind, "--kubeconfig", str(system.kubeconfig),
          "--objects", str(objects)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -151,7 +150,7 @@ def _measure(
         child.stdin.flush()
 
         async def write() -> None:
-            etcd = Etcd(etcd_address)
+            etcd = system.etcd_client()
             try:
                 await _seed(etcd, objects, f"round-{round_}")
             finally:
@@ -188,11 +187,9 @@ def main() -> int:
         _kubernetes_client(args.kubeconfig, args.objects)
         return 0
     with running_system() as system:
-        assert system.endpoints is not None
-        etcd_address = system.endpoints.etcd.removeprefix("http://")
 
         async def setup() -> None:
-            etcd = Etcd(etcd_address)
+            etcd = system.etcd_client()
             try:
                 namespace = {"apiVersion": "v1", "kind": "Namespace",
                              "metadata": {"name": NAMESPACE, "uid": str(uuid.uuid4())}}  # fmt: skip
@@ -205,7 +202,7 @@ def main() -> int:
 
         asyncio.run(setup())
         results = {
-            kind: _measure(kind, system.kubeconfig, etcd_address, args.objects, i)
+            kind: _measure(kind, system, args.objects, i)
             for i, kind in enumerate(("strata", "kubernetes"))
         }
     path = write_result(

@@ -94,7 +94,7 @@ async def bench(system: System, args: argparse.Namespace) -> dict[str, Any]:
     session = gateway_session(
         system.endpoints.gateway, system.ca_file, system.admin_token, connections=64
     )
-    etcd = Etcd(system.endpoints.etcd.removeprefix("http://"))
+    etcd = system.etcd_client()
     try:
         # Start the cache first, so its baseline holds everything but the objects.
         await _timed_list(session, "?resourceVersion=0&limit=1", 0)

@@ -70,8 +70,7 @@ async def http(system: System) -> AsyncIterator[aiohttp.ClientSession]:
 @pytest.fixture(scope="session")
 async def system_etcd(system: System) -> AsyncIterator[Etcd]:
     """A client of the running system's own etcd (to check what a request changed)."""
-    assert system.endpoints is not None
-    client = Etcd(system.endpoints.etcd.removeprefix("http://"))
+    client = system.etcd_client()
     yield client
     await client.close()
 

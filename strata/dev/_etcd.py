@@ -105,11 +105,13 @@ def etcd_command(
     peer_port: int,
     name: str = "strata",
     log_level: str = "error",
+    peer_scheme: str = "http",
     extra: tuple[str, ...] = (),
 ) -> list[str]:
     """The command line of a one-member etcd on loopback serving client_url
-    ("http://127.0.0.1:PORT", or https with TLS flags in extra)."""
-    peer_url = f"http://127.0.0.1:{peer_port}"
+    ("http://127.0.0.1:PORT", or https with TLS flags in extra), its peer URL
+    on peer_port (http, or https with the peer's TLS flags in extra)."""
+    peer_url = f"{peer_scheme}://127.0.0.1:{peer_port}"
     return [
         str(binary),
         f"--name={name}",

@@ -10,7 +10,11 @@ $STRATA_HOME/ports.json so a restart reuses the data dir with the same member
 URLs; the services take free ports each time (the gateway's comes from
 STRATA_PORT, 6443 by default), so two instances can run side by side. The
 services' gRPC hops are mutual TLS with the certificates strata.tls keeps in
-$STRATA_HOME/pki/grpc (made on first start); etcd, on loopback, is plain.
+$STRATA_HOME/pki/grpc (made on first start); etcd serves https and admits
+only storage's client certificate, from $STRATA_HOME/pki/etcd (_etcd_tls).
+Secrets are encrypted at rest with the key of $STRATA_HOME/encryption-config.yaml,
+made on first start (_encryption), unless STRATA_ENCRYPTION_CONFIG names a
+configuration of the user's own.
 """
 
 from __future__ import annotations
@@ -34,8 +38,11 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from strata import serviceaccounts, tls
+from strata.dev._encryption import ensure_encryption_config
 from strata.dev._etcd import etcd_command, find_etcd
+from strata.dev._etcd_tls import EtcdCertificates
 from strata.dev._lock import HomeLock
+from strata.etcd import Etcd
 from strata.proto.etcd.etcdserverpb import rpc_pb2, rpc_pb2_grpc
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -50,7 +57,11 @@ def free_port() -> int:
 
 
 def _port_free(port: int) -> bool:
+    """Whether etcd can listen on port again. With SO_REUSEADDR, as Go's
+    listeners have it: connections etcd itself closed as it stopped, left in
+    TIME_WAIT on its port, do not hold the port."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except OSError:
@@ -89,9 +100,9 @@ class System:
             gateway_port if gateway_port is not None else int(os.environ.get("STRATA_PORT", "6443"))
         )
         self._env = {**os.environ, **(env or {})}
-        if config := self._env.get("STRATA_ENCRYPTION_CONFIG"):
-            # The storage service runs from the repository root; keep the path valid.
-            self._env["STRATA_ENCRYPTION_CONFIG"] = str(Path(config).resolve())
+        given = self._env.get("STRATA_ENCRYPTION_CONFIG")
+        # The storage service runs from the repository root; keep the path valid.
+        self._given_encryption_config = Path(given).resolve() if given else None
         self._env["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(REPO_ROOT), self._env.get("PYTHONPATH", "")) if p
         )
@@ -128,6 +139,29 @@ class System:
             tls.channel_credentials(self.grpc_identity(caller)),
             options=tls.channel_options(tls.SERVES[service][0]),
         )
+
+    @property
+    def etcd_certificates(self) -> EtcdCertificates:
+        """etcd's CA and certificates, and storage's client certificate."""
+        return EtcdCertificates(self.home / "pki" / "etcd")
+
+    @property
+    def encryption_config(self) -> Path:
+        """The storage service's EncryptionConfiguration: STRATA_ENCRYPTION_CONFIG's,
+        else the one made in the home on first start."""
+        return self._given_encryption_config or self.home / "encryption-config.yaml"
+
+    def etcd_flags(self) -> list[str]:
+        """The storage service's flags that reach this system's etcd
+        (`strata storage reencrypt` takes the same)."""
+        assert self.endpoints is not None
+        return [f"--etcd={self.endpoints.etcd}", *self.etcd_certificates.client_flags()]
+
+    def etcd_client(self) -> Etcd:
+        """A client of this system's etcd with storage's certificate (to look
+        behind the API). Its channels belong to the event loop it is made in."""
+        assert self.endpoints is not None
+        return Etcd(self.endpoints.etcd, tls=self.etcd_certificates.client_tls())
 
     @property
     def admin_token(self) -> str:
@@ -226,9 +260,9 @@ class System:
             )
         return bool(answer.status == health_pb2.HealthCheckResponse.SERVING)
 
-    @staticmethod
-    def _etcd_serving(address: str) -> bool:
-        with grpc.insecure_channel(address) as channel:
+    def _etcd_serving(self, address: str) -> bool:
+        credentials = self.etcd_certificates.client_tls().credentials()
+        with grpc.secure_channel(address, credentials) as channel:
             rpc_pb2_grpc.MaintenanceStub(channel).Status(rpc_pb2.StatusRequest(), timeout=1)
         return True
 
@@ -263,14 +297,19 @@ class System:
     def _start(self) -> Endpoints:
         etcd = self._etcd_binary or find_etcd(progress=self._progress)
         tls.ensure(self.grpc_pki)
+        self.etcd_certificates.ensure()
+        if self._given_encryption_config is None:
+            ensure_encryption_config(self.encryption_config)
         client, peer = self._etcd_ports()
         etcd_addr = f"127.0.0.1:{client}"
         etcd_argv = etcd_command(
             etcd,
             data_dir=self.home / "etcd",
-            client_url=f"http://{etcd_addr}",
+            client_url=f"https://{etcd_addr}",
             peer_port=peer,
             log_level="warn",
+            peer_scheme="https",
+            extra=self.etcd_certificates.server_flags(),
         )
         self._launch("etcd", etcd_argv, lambda: self._etcd_serving(etcd_addr))
 
@@ -281,7 +320,9 @@ class System:
             self._service(
                 "storage",
                 f"--listen={storage}",
-                f"--etcd={etcd_addr}",
+                f"--etcd=https://{etcd_addr}",
+                *self.etcd_certificates.client_flags(),
+                f"--encryption-provider-config={self.encryption_config}",
                 f"--metrics-listen={storage_metrics}",
             ),
             lambda: self._grpc_serving(storage, "storage"),
@@ -324,7 +365,7 @@ class System:
         )
 
         self.endpoints = Endpoints(
-            gateway=url, etcd=f"http://{etcd_addr}", storage=storage, cacher=cacher,
+            gateway=url, etcd=f"https://{etcd_addr}", storage=storage, cacher=cacher,
             registry=registry, storage_metrics=f"http://{storage_metrics}/metrics",
         )  # fmt: skip
         (self.home / "endpoints.json").write_text(json.dumps(asdict(self.endpoints), indent=2))

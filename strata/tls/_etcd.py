@@ -1,8 +1,9 @@
-"""Certificates for the storage service's hop to etcd, in a deployment where
-etcd is on a network others share (compose, a cluster; `make run`'s etcd is
-on loopback and plain). etcd admits any client certificate its CA signed, so
-the CA is one of its own, and its only client certificate is storage's: no
-other service, whatever certificate it holds, reaches etcd."""
+"""Certificates for the storage service's hop to etcd, wherever strata runs
+etcd: in a deployment, on a network others share (compose, a cluster;
+`strata pki --etcd-host`), and on `make run`'s loopback, which the machine's
+other users reach too (strata.dev). etcd admits any client certificate its CA
+signed, so the CA is one of its own, and its only client certificate is
+storage's: no other service, whatever certificate it holds, reaches etcd."""
 
 from __future__ import annotations
 

@@ -17,7 +17,6 @@ import orjson
 import pytest
 
 from strata.dev import System
-from strata.etcd import Etcd
 from tests.support import kube_format
 
 KEY1, KEY2, KEY3 = os.urandom(32), os.urandom(32), os.urandom(32)
@@ -52,11 +51,9 @@ def kubectl(
 
 def raw(system: System, key: str) -> bytes:
     """The value etcd holds at key, read with strata's etcd client."""
-    assert system.endpoints is not None
-    address = system.endpoints.etcd.removeprefix("http://")
 
     async def read() -> bytes:
-        etcd = Etcd(address)
+        etcd = system.etcd_client()
         try:
             response = await etcd.range(key.encode())
         finally:
@@ -105,7 +102,6 @@ def test_encryption_rotation_and_reencrypt(tmp_path: Path) -> None:
         assert (raw(system, "/registry/configmaps/enc/a")).startswith(b"k8s:enc:aesgcm:v1:key2:")
         assert (raw(system, "/registry/configmaps/enc/b")).startswith(b"k8s:enc:aesgcm:v1:key1:")
 
-        assert system.endpoints is not None
         command = subprocess.run(
             [
                 sys.executable,
@@ -113,7 +109,7 @@ def test_encryption_rotation_and_reencrypt(tmp_path: Path) -> None:
                 "services.cli",
                 "storage",
                 "reencrypt",
-                f"--etcd={system.endpoints.etcd.removeprefix('http://')}",
+                *system.etcd_flags(),
                 f"--encryption-provider-config={rotated}",
             ],
             capture_output=True,

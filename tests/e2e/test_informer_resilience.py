@@ -26,7 +26,6 @@ from strata.client import (
     load_config,
 )
 from strata.dev import System
-from strata.etcd import Etcd
 from strata.proto.registry.v1 import registry_pb2, registry_pb2_grpc
 
 CONFIGMAPS = Resource(version="v1", resource="configmaps", kind="ConfigMap")
@@ -94,7 +93,7 @@ async def test_an_informer_resumes_after_restarts_and_relists_after_410(
         async with own_system.grpc_channel("registry", "gateway") as channel:
             registry = registry_pb2_grpc.RegistryStub(channel)
             await registry.Delete(registry_pb2.DeleteRequest(resource=ref, name="b"))
-        etcd = Etcd(own_system.endpoints.etcd.removeprefix("http://"))
+        etcd = own_system.etcd_client()
         try:
             await etcd.compact((await etcd.range(b"/", count_only=True)).header.revision)
         finally:

@@ -39,8 +39,9 @@ def test_running_a_service_by_hand(name: str) -> None:
 
 
 def test_strata_storage_reencrypt_is_installed() -> None:
-    """README: `strata storage reencrypt --etcd HOST:PORT --encryption-provider-config
-    FILE` (tests/e2e/test_encryption_at_rest.py runs it against a system)."""
+    """README: `strata storage reencrypt --etcd https://127.0.0.1:PORT --etcd-cafile ...
+    --encryption-provider-config FILE` (tests/e2e/test_etcd_tls.py runs it as README
+    writes it against a system's etcd, tests/e2e/test_encryption_at_rest.py too)."""
     strata = Path(sys.executable).parent / "strata"
     result = subprocess.run(
         [str(strata), "storage", "reencrypt", "--help"],
@@ -50,7 +51,9 @@ def test_strata_storage_reencrypt_is_installed() -> None:
         check=True,
     )
     assert result.stdout.startswith("usage: strata storage reencrypt "), result.stdout
-    assert "--etcd ETCD" in result.stdout and "--encryption-provider-config" in result.stdout
+    flags = ("--etcd ETCD", "--etcd-cafile", "--etcd-certfile", "--etcd-keyfile")
+    assert all(flag in result.stdout for flag in flags), result.stdout
+    assert "--encryption-provider-config" in result.stdout
 
 
 def test_make_protos_regenerates_the_stubs() -> None:

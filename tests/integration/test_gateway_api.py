@@ -14,7 +14,6 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from strata.dev import System
-from strata.etcd import Etcd
 from tests.support.sessions import admin_session
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
@@ -231,8 +230,7 @@ async def test_watch_ends_after_timeout_seconds(
 async def test_watch_from_compacted_revision_is_410_event(
     http: aiohttp.ClientSession, system: System, namespace: str
 ) -> None:
-    assert system.endpoints is not None
-    etcd = Etcd(system.endpoints.etcd.removeprefix("http://"))
+    etcd = system.etcd_client()
     base = f"/api/v1/namespaces/{namespace}/configmaps"
     await create(http, base, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "old"}})
     current = (await etcd.range(b"/", count_only=True)).header.revision
