@@ -61,6 +61,9 @@ class _Session:
         # away) on one that did not, so a client backs off instead of seeing
         # its watch end at once and opening it again.
         self._connected = asyncio.ensure_future(storage.connected())
+        # Its failure is read here too: a stream no watch was opened on has
+        # nobody else to read it.
+        self._connected.add_done_callback(lambda f: f.cancelled() or f.exception())
         self.routes: dict[int, Route] = {}
         # One instance per distinct route, so relaying groups watches by identity.
         self._interned: dict[Route, Route] = {}
