@@ -184,6 +184,13 @@ class _Stream:
                     self._apply(frame)
         except grpc.aio.AioRpcError as e:
             failure = status_from_rpc_error(e)
+            if failure.code == 500:
+                # A stream that broke without a Status of the registry's (its
+                # process gone, or ended as this side wrote: gRPC's INTERNAL)
+                # ends its watches as a registry away does: they may retry.
+                failure = errors.service_unavailable(
+                    f"the registry ended the watch stream: {e.code().name}: {e.details()}", 1
+                )
         except asyncio.CancelledError:
             pass
         finally:

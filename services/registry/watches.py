@@ -30,6 +30,9 @@ from strata.storage import (
 )
 
 Frame = registry_pb2.WatchFrame
+# How long a stream whose storage stream could not connect refuses the
+# watches opened on it before it ends (the Retry-After its refusals carry).
+REFUSING_SECONDS = 1.0
 log = telemetry.get_logger("strata.registry.watches")
 
 
@@ -61,9 +64,6 @@ class _Session:
         # away) on one that did not, so a client backs off instead of seeing
         # its watch end at once and opening it again.
         self._connected = asyncio.ensure_future(storage.connected())
-        # Its failure is read here too: a stream no watch was opened on has
-        # nobody else to read it.
-        self._connected.add_done_callback(lambda f: f.cancelled() or f.exception())
         self.routes: dict[int, Route] = {}
         # One instance per distinct route, so relaying groups watches by identity.
         self._interned: dict[Route, Route] = {}
@@ -80,10 +80,8 @@ class _Session:
         except StatusError as e:
             self.put(Frame(ids=[opened.id], refused=e.to_json()))
             return
-        try:
-            await asyncio.shield(self._connected)
-        except StorageError as e:
-            refusal = status_of(e, route.store.resource)
+        if not await self.connected():
+            refusal = status_of(self.failure(), route.store.resource)
             self.put(Frame(ids=[opened.id], refused=refusal.to_json()))
             return
         self.routes[opened.id] = self._interned.setdefault(route, route)
@@ -121,6 +119,20 @@ class _Session:
                     group = groups[id(route)] = (route, [])
                 group[1].append(watch_id)
         return groups.values()
+
+    async def connected(self) -> bool:
+        """Whether the storage stream connected (waits until it has or failed)."""
+        try:
+            await asyncio.shield(self._connected)
+        except StorageError:
+            return False
+        return True
+
+    def failure(self) -> StorageError:
+        """Why the storage stream did not connect (once connected() said so)."""
+        failure = self._connected.exception()
+        assert isinstance(failure, StorageError)
+        return failure
 
     def close(self) -> None:
         self._connected.cancel()
@@ -160,6 +172,13 @@ async def serve_watches(
     async def from_storage() -> None:
         nonlocal open_
         try:
+            if not await session.connected():
+                # Storage is away: the watches opened meanwhile are refused
+                # (503) for a while, then the stream ends and the gateway opens
+                # a new one for the next watch.
+                log.warning("storage watch stream broke", error=str(session.failure()))
+                await asyncio.sleep(REFUSING_SECONDS)
+                return
             async for frames in session.storage.frames():
                 for frame in frames:
                     session.relay(frame)
