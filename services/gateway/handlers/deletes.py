@@ -3,8 +3,6 @@ and the query in kube's order, put through admission, and sent to the registry."
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -14,28 +12,16 @@ from services.gateway import kubeproto, negotiation
 from services.gateway.admission import Operation
 from services.gateway.handlers import query
 from services.gateway.handlers.call import Call
+from services.gateway.handlers.go_types import Struct, type_error
 from services.gateway.handlers.reads import list_body
 from services.gateway.responses import object_response
 from strata.api import errors, gojson
 from strata.proto.registry.v1 import registry_pb2
 
-
-@dataclass(frozen=True)
-class _Struct:
-    """A Go struct kube's decoder fills: its type's name (in an error's "of
-    type"), its own (before a field's path) and its fields' Go types."""
-
-    type_name: str
-    name: str
-    fields: dict[str, _GoType]
-
-
-# A struct, or a scalar's or a slice's Go type by name.
-_GoType = _Struct | str
-_PRECONDITIONS = _Struct(
+_PRECONDITIONS = Struct(
     "v1.Preconditions", "Preconditions", {"uid": "types.UID", "resourceVersion": "string"}
 )
-_DELETE_OPTIONS = _Struct(
+_DELETE_OPTIONS = Struct(
     "v1.DeleteOptions",
     "DeleteOptions",
     {
@@ -49,51 +35,6 @@ _DELETE_OPTIONS = _Struct(
 )
 # Bodies up to this size get Go's exact syntax error (a Python pass over them).
 _SCAN_LIMIT = 16 * 1024
-
-
-def _unfit(value: Any, go_type: _GoType, raw: bytes, field: str) -> str | None:
-    """What Go's decoder calls value if a field of go_type cannot hold it: a
-    number that is no int64 by its text (read again from raw: the int64 field
-    is a top-level one)."""
-    if isinstance(go_type, _Struct):
-        fits = isinstance(value, dict)
-    elif go_type == "bool":
-        fits = isinstance(value, bool)
-    elif go_type == "int64":
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            if type(value) is int and -(2**63) <= value < 2**63:
-                return None
-            return f"number {json.loads(raw, parse_float=str, parse_int=str)[field]}"
-        fits = False
-    elif go_type.startswith("[]"):
-        fits = isinstance(value, list)
-    else:
-        fits = isinstance(value, str)
-    return None if fits else gojson.type_name(value)
-
-
-def _type_error(value: Any, go_type: _GoType, struct: str, field: str, raw: bytes) -> str | None:
-    """Go's first UnmarshalTypeError decoding value into a field of go_type
-    (field: its path, in the struct named struct): keys matched exactly and
-    taken in the body's order, a null leaving its field alone."""
-    if value is None:
-        return None
-    if (unfit := _unfit(value, go_type, raw, field)) is not None:
-        shown = go_type.type_name if isinstance(go_type, _Struct) else go_type
-        return (
-            f"json: cannot unmarshal {unfit} into Go struct field {struct}.{field} of type {shown}"
-        )
-    if isinstance(go_type, _Struct):
-        for key, item in value.items():
-            child = go_type.fields.get(key)
-            path = f"{field}.{key}" if field else key
-            if child is not None and (found := _type_error(item, child, go_type.name, path, raw)):
-                return found
-    elif go_type == "[]string":
-        for item in value:
-            if found := _type_error(item, "string", struct, field, raw):
-                return found
-    return None
 
 
 async def _body_options(request: web.Request) -> dict[str, Any]:
@@ -118,7 +59,7 @@ async def _body_options(request: web.Request) -> dict[str, Any]:
         return {}
     if not isinstance(options, dict):
         raise errors.bad_request("DeleteOptions must be a JSON object")
-    if (problem := _type_error(options, _DELETE_OPTIONS, "", "", body.json)) is not None:
+    if (problem := type_error(options, _DELETE_OPTIONS, "", "", body.json)) is not None:
         raise errors.bad_request(problem)
     return {name: value for name, value in options.items() if value is not None}
 

@@ -45,6 +45,18 @@ def scaled(resource: Resource, value: bytes) -> bytes:
     return orjson.dumps(scale_of(resource.scale, orjson.loads(value)))
 
 
+# The Scale's fields as kube's decoder reads them: one of another JSON type is
+# its 400 (a spec of true was a 500 here).
+_SCALE_TYPES = (
+    ("metadata", "Scale", "v1.ObjectMeta"),
+    ("spec", "Scale", "v1.ScaleSpec"),
+    ("status", "Scale", "v1.ScaleStatus"),
+    ("spec.replicas", "ScaleSpec", "int32"),
+    ("status.replicas", "ScaleStatus", "int32"),
+    ("status.selector", "ScaleStatus", "string"),
+)
+
+
 def decode_scale(resource: Resource, body: bytes, namespace: str, name: str) -> tuple[int, str]:
     """The replicas a Scale body asks for and the resourceVersion it names;
     a Scale that is not one is 400, a negative count 422 (Scale.autoscaling)."""
@@ -52,7 +64,7 @@ def decode_scale(resource: Resource, body: bytes, namespace: str, name: str) -> 
         scale = orjson.loads(body)
     except orjson.JSONDecodeError as e:
         raise errors.bad_request(f"the object provided is not valid JSON: {e}") from None
-    if not isinstance(scale, dict) or not isinstance(scale.get("metadata", {}), dict):
+    if not isinstance(scale, dict):
         raise errors.bad_request("the object provided is not a Scale")
     if (
         scale.setdefault("kind", "Scale"),
@@ -65,9 +77,9 @@ def decode_scale(resource: Resource, body: bytes, namespace: str, name: str) -> 
             f"the kind in the data ({scale['kind']}, {scale['apiVersion']}) does not match "
             "the expected kind (Scale, autoscaling/v1)"
         )
+    check_decodable(scale, "Scale", "v1", _SCALE_TYPES)
     metadata = scale.get("metadata") or {}
     check_names(resource, metadata, namespace, name)
-    check_decodable(scale, "Scale", "v1", (("spec.replicas", "ScaleSpec", "int32"),))
     replicas: int = (scale.get("spec") or {}).get("replicas", 0)
     if replicas < 0:
         cause = invalid_value("spec.replicas", replicas, "must be greater than or equal to 0")
