@@ -24,7 +24,7 @@ from aiohttp.base_protocol import BaseProtocol
 from strata import telemetry
 from strata.api import errors, gomarshal
 from strata.api.errors import StatusError
-from strata.api.wire import status_from_rpc_error
+from strata.api.wire import carried_status, status_from_rpc_error
 from strata.proto.registry.v1 import registry_pb2, registry_pb2_grpc
 
 BACKLOG = 1024
@@ -184,12 +184,12 @@ class _Stream:
                     self._apply(frame)
         except grpc.aio.AioRpcError as e:
             failure = status_from_rpc_error(e)
-            if failure.code == 500:
-                # A stream that broke without a Status of the registry's (its
-                # process gone, or ended as this side wrote: gRPC's INTERNAL)
-                # ends its watches as a registry away does: they may retry.
+            if carried_status(e) is None and e.code() == grpc.StatusCode.INTERNAL:
+                # A stream that broke in transport (it ended as this side
+                # wrote: gRPC's INTERNAL) ends its watches as a registry away
+                # does: they may retry. A bug's answer (UNKNOWN) stays a 500.
                 failure = errors.service_unavailable(
-                    f"the registry ended the watch stream: {e.code().name}: {e.details()}", 1
+                    f"the registry ended the watch stream: {e.details()}", 1
                 )
         except asyncio.CancelledError:
             pass

@@ -40,12 +40,18 @@ async def abort_with_status(
     await context.abort(_grpc_code(error), error.message)
 
 
-def status_from_rpc_error(error: grpc.aio.AioRpcError) -> StatusError:
-    """The Status a failed registry RPC carries, or one describing the failure."""
+def carried_status(error: grpc.aio.AioRpcError) -> StatusError | None:
+    """The Status a failed registry RPC carries, if it carries one."""
     for key, value in error.trailing_metadata() or ():
         if key == STATUS_METADATA_KEY and isinstance(value, bytes):
             return StatusError.from_json(value)
-    return _undescribed(error.code(), error.details())
+    return None
+
+
+def status_from_rpc_error(error: grpc.aio.AioRpcError) -> StatusError:
+    """The Status a failed registry RPC carries, or one describing the failure."""
+    carried = carried_status(error)
+    return carried if carried is not None else _undescribed(error.code(), error.details())
 
 
 def failure(error: StatusError) -> registry_pb2.Failure:

@@ -193,13 +193,15 @@ class Reflector:
                 log.warning("unexpected watch event %s", event.type)
                 continue
             self.last_sync_resource_version = _rv(obj) or self.last_sync_resource_version
-        if collected is not None:
-            raise _WatchListUnsupported("the watch ended before its initial events did")
+        # A server that ends every watch at once (a dependency away) is not
+        # one without watch-list: checked first, so it only waits a backoff.
         if not received and time.monotonic() - began < SHORT_WATCH_SECONDS:
             raise _ShortWatch(
                 f"very short watch: {self.client.resource.resource}: Unexpected watch close"
                 " - watch lasted less than a second and no items received"
             )
+        if collected is not None:
+            raise _WatchListUnsupported("the watch ended before its initial events did")
 
     async def run(self) -> None:
         """List and watch until cancelled (see the module docstring)."""

@@ -127,6 +127,8 @@ class Watcher:
     out_of_order: list[tuple[int, int]] = field(default_factory=list)
     relists: int = 0
     resumes: int = 0
+    # Where the next watch starts: the last event's resourceVersion (None: list).
+    rv: int | None = None
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -156,46 +158,48 @@ class Watcher:
 
     def _run(self) -> None:
         api = Api(*self.api)
-        rv: int | None = None
         while not self._stop.is_set():
-            if rv is None:
-                rv = self._list(api)
-                if rv is None:
+            if self.rv is None:
+                self.rv = self._list(api)
+                if self.rv is None:
                     time.sleep(0.2)
                     continue
                 self.relists += 1
             try:
-                rv = self._watch(api, rv)
+                self._watch(api, self.rv)
             except (OSError, http.client.HTTPException, ValueError):
+                # Broken mid-stream: resumed from the last event it gave.
                 api.close()
                 time.sleep(0.2)
             self.resumes += 1
         api.close()
 
-    def _watch(self, api: Api, rv: int) -> int | None:
-        """Events from rv until the watch ends; the resourceVersion to resume
-        from, or None when only a new list will do (410)."""
+    def _watch(self, api: Api, rv: int) -> None:
+        """Events from rv until the watch ends, each moving self.rv on (to
+        None when only a new list will do: 410)."""
         path = (
             f"/api/v1/namespaces/{self.namespace}/configmaps?watch=1&resourceVersion={rv}"
             "&allowWatchBookmarks=true&timeoutSeconds=20"
         )
         response = api.stream(path, timeout=REQUEST_SECONDS * 2)
         if response.status == 410:
-            return None
+            self.rv = None
+            return
         if response.status != 200:
             response.read()
             time.sleep(0.2)
-            return rv
+            return
         while not self._stop.is_set() and (line := response.readline()):
             event = json.loads(line)
             if event["type"] == "ERROR":
-                return None if event["object"].get("code") == 410 else rv
+                if event["object"].get("code") == 410:
+                    self.rv = None
+                return
             metadata = event["object"]["metadata"]
             new = int(metadata["resourceVersion"])
             # A bookmark may repeat the last event's resourceVersion; events rise.
             if new < rv or (new == rv and event["type"] != "BOOKMARK"):
                 self.out_of_order.append((rv, new))
-            rv = new
+            rv = self.rv = new
             if event["type"] == "ADDED":
                 self._saw(metadata)
-        return rv

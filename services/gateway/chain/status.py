@@ -24,12 +24,25 @@ def _status(request: web.Request, error: StatusError) -> web.Response:
     return status_response(error, pretty=output.wants_pretty(request))
 
 
+def _unretried(request: web.Request, error: StatusError) -> StatusError:
+    """error, without the Retry-After of a dependency away when request is a
+    write: client-go repeats any request so answered, and a write that met a
+    broken hop may have been stored all the same (kube asks a write to come
+    back only when it certainly did not run: 429)."""
+    if error.code != 503 or error.retry_after_seconds is None or request.method in _READS:
+        return error
+    return errors.service_unavailable(error.message)
+
+
+_READS = frozenset({"GET", "HEAD"})
+
+
 @web.middleware
 async def render_status(request: web.Request, handler: Handler) -> web.StreamResponse:
     try:
         return await handler(request)
     except StatusError as e:
-        return _status(request, e)
+        return _status(request, _unretried(request, e))
     except web.HTTPRequestEntityTooLarge:
         return bodies.refused(request, _status(request, bodies.too_large()))
     except web.HTTPNotFound:

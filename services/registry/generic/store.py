@@ -269,7 +269,9 @@ class Store:
                 return await self.create(namespace, body, dry_run=dry_run, field_manager=manager)
 
             return await self._patcher.apply(patch, namespace, name, field_manager, update, create)
-        info = UpdatedObjectInfo(build=self._patcher.patched(patch, namespace, name, subresource))
+        info = UpdatedObjectInfo(
+            build=self._patcher.patched(patch, namespace, name, subresource), size=len(patch.body)
+        )
         answer = await self._answered_update(
             namespace, name, info, dry_run, subresource, field_manager
         )

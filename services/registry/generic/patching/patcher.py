@@ -143,7 +143,8 @@ class Patcher:
 
         while True:
             try:
-                return await update(UpdatedObjectInfo(build=build), ""), False
+                info = UpdatedObjectInfo(build=build, size=len(patch.body))
+                return await update(info, ""), False
             except StatusError as e:
                 if e.reason != "NotFound":
                     raise
