@@ -105,6 +105,23 @@ async def test_a_plain_body_marked_brotli_is_created(http: aiohttp.ClientSession
 
 
 @pytest.mark.parametrize(
+    "metadata", [{}, {"name": ""}, None], ids=["no-name", "empty-name", "no-metadata"]
+)
+async def test_a_replacement_without_a_name_is_refused(
+    http: aiohttp.ClientSession, system_etcd: Etcd, metadata: dict[str, str] | None
+) -> None:
+    """kube v1.36's checkName: a PUT body must name the object the URL does."""
+    namespace = await new_namespace(http, "unnamed")
+    path = f"/api/v1/namespaces/{namespace}/configmaps/c"
+    await answer(http, "POST", path.rsplit("/", 1)[0], 201, json=configmap("c"))
+    body: dict[str, object] = {"apiVersion": "v1", "kind": "ConfigMap"}
+    if metadata is not None:
+        body["metadata"] = metadata
+    message = "the name of the object (c based on URL) was undeterminable: name must be provided"
+    await _bad_request(http, system_etcd, "PUT", path, message, json=body)
+
+
+@pytest.mark.parametrize(
     ("query", "message"),
     [
         ("limit=99999999999999999999", 'parsing "99999999999999999999": value out of range'),

@@ -463,9 +463,17 @@ async def test_scale_subresource_reads_and_writes_replicas(
     )
     assert status["details"]["kind"] == "Scale" and status["details"]["group"] == "autoscaling"
 
-    dry = await answer(http, "PUT", f"{path}/scale?dryRun=All", 200, json={"spec": {"replicas": 7}})
+    seven = {"metadata": {"name": "scaled"}, "spec": {"replicas": 7}}
+    dry = await answer(http, "PUT", f"{path}/scale?dryRun=All", 200, json=seven)
     assert dry["spec"] == {"replicas": 7}
     assert (await answer(http, "GET", path, 200))["spec"]["replicas"] == 5
+    # kube v1.36: a Scale without a name does not say what it scales.
+    unnamed = await refused(http, system_etcd, "PUT", f"{path}/scale", json={"spec": {}})
+    assert (unnamed["code"], unnamed["reason"], unnamed["message"]) == (
+        400, "BadRequest",
+        "the name of the object (scaled based on URL) was undeterminable: name must be provided",
+    )  # fmt: skip
+    assert "details" not in unnamed
 
 
 async def test_subresources_that_do_not_exist_are_not_found(

@@ -21,8 +21,14 @@ def check_subresource(resource: Resource, subresource: str) -> None:
 
 
 def check_names(resource: Resource, metadata: dict[str, Any], namespace: str, name: str) -> None:
-    """A body's name and namespace, when given, must be the URL's (400)."""
-    if metadata.get("name", name) != name:
+    """A PUT body's name must be the URL's, and its namespace, when given (400);
+    kube's checkName: a body without a name is refused too."""
+    if not metadata.get("name"):
+        raise errors.bad_request(
+            f"the name of the object ({name} based on URL) was undeterminable: "
+            "name must be provided"
+        )
+    if metadata["name"] != name:
         raise errors.bad_request(
             f"the name of the object ({metadata['name']}) does not match the name on the "
             f"URL ({name})"
