@@ -183,14 +183,15 @@ class _Stream:
                 for frame in message.frames:
                     self._apply(frame)
         except grpc.aio.AioRpcError as e:
-            failure = status_from_rpc_error(e)
-            if carried_status(e) is None and e.code() == grpc.StatusCode.INTERNAL:
-                # A stream that broke in transport (it ended as this side
-                # wrote: gRPC's INTERNAL) ends its watches as a registry away
-                # does: they may retry. A bug's answer (UNKNOWN) stays a 500.
+            # A stream that broke in transport (it ended as this side wrote:
+            # gRPC's INTERNAL, no Status of the registry's) ends its watches as
+            # a registry away does: they may retry. A bug's answer stays a 500.
+            if e.code() == grpc.StatusCode.INTERNAL and carried_status(e) is None:
                 failure = errors.service_unavailable(
                     f"the registry ended the watch stream: {e.details()}", 1
                 )
+            else:
+                failure = status_from_rpc_error(e)
         except asyncio.CancelledError:
             pass
         finally:

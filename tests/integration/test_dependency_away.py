@@ -34,7 +34,7 @@ def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[System]:
         system.stop()
 
 
-def _get(
+def _call(
     system: System, path: str, body: bytes | None = None
 ) -> tuple[int, dict[str, str], bytes, float]:
     """GET path, or POST body to it."""
@@ -54,14 +54,14 @@ def _get(
 def _until_status(system: System, path: str, wanted: int, seconds: float = 10.0) -> float:
     """Seconds until path answers wanted (fails the test past seconds)."""
     began = time.monotonic()
-    while (status := _get(system, path)[0]) != wanted:
+    while (status := _call(system, path)[0]) != wanted:
         assert time.monotonic() - began < seconds, f"{path} still answers {status}"
         time.sleep(0.2)
     return time.monotonic() - began
 
 
 def _assert_unavailable(system: System, path: str, message: str) -> None:
-    status, headers, body, _ = _get(system, path)
+    status, headers, body, _ = _call(system, path)
     assert (status, headers.get("Retry-After")) == (503, "1"), body
     answer = json.loads(body)
     assert answer["kind"] == "Status" and answer["reason"] == "ServiceUnavailable"
@@ -73,7 +73,7 @@ def _assert_write_not_retried(system: System, message: str) -> None:
     """A write gets the 503 without Retry-After: client-go would send it again,
     and one that met a broken hop may have been stored all the same."""
     body = b'{"metadata": {"name": "while-away"}}'
-    status, headers, answer, _ = _get(system, LIST, body)
+    status, headers, answer, _ = _call(system, LIST, body)
     assert (status, "Retry-After" in headers) == (503, False), answer
     refusal = json.loads(answer)
     assert refusal["reason"] == "ServiceUnavailable" and "details" not in refusal
@@ -81,12 +81,12 @@ def _assert_write_not_retried(system: System, message: str) -> None:
 
 
 def _assert_live(system: System) -> None:
-    status, _, body, took = _get(system, "/livez")
+    status, _, body, took = _call(system, "/livez")
     assert (status, body) == (200, b"ok") and took < 1.0
     # Readiness follows within a poll of the hops below (a second or two),
     # each answer still coming at once.
     deadline = time.monotonic() + 5
-    while (answer := _get(system, "/readyz"))[0] != 500 and time.monotonic() < deadline:
+    while (answer := _call(system, "/readyz"))[0] != 500 and time.monotonic() < deadline:
         assert answer[3] < 1.0
         time.sleep(0.2)
     assert answer[0] == 500 and answer[3] < 1.0
@@ -112,7 +112,7 @@ def _assert_backs_off(system: System, killed: str) -> None:
 def test_a_watch_while_a_dependency_is_away_is_503(
     system: System, killed: str, message: str
 ) -> None:
-    assert _get(system, WATCH)[0] == 200
+    assert _call(system, WATCH)[0] == 200
     process = system.process(killed)
     process.kill()
     process.wait()
@@ -121,7 +121,7 @@ def test_a_watch_while_a_dependency_is_away_is_503(
         # process died, and end with it (a 503, or, started just before the
         # registry saw its storage stream break, a 200 with no event).
         for _ in range(3):
-            status, _, body, _ = _get(system, WATCH)
+            status, _, body, _ = _call(system, WATCH)
             assert status == 503 or (status, body) == (200, b""), (status, body)
         _assert_unavailable(system, WATCH, message)
         _assert_unavailable(system, LIST, message)
@@ -132,4 +132,4 @@ def test_a_watch_while_a_dependency_is_away_is_503(
         system.stop_one(killed)
         system.start_one(killed)
     assert _until_status(system, WATCH, 200) < 10.0
-    assert _get(system, LIST)[0] == 200
+    assert _call(system, LIST)[0] == 200
